@@ -1,0 +1,157 @@
+#define LOG_PREFIX "config: "
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+
+#define BAD(var, val, what)                                                                        \
+	do {                                                                                       \
+		snprintf(err, errlen, "%s: '%s' %s", var, val, what);                              \
+		return -EINVAL;                                                                    \
+	} while (0)
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
+/* An integer in [lo, hi] with nothing after it. */
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
+static int parse_seconds(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v <= 0)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int one_of(const char *s, const char *const *choices)
+{
+	for (; *choices; choices++)
+		if (!strcmp(s, *choices))
+			return 1;
+	return 0;
+}
+
+static void default_dir(char *buf, size_t len)
+{
+	const char *tmp = env("TMPDIR");
+	const char *user = env("USER");
+	struct passwd *pw;
+
+	if (!user) {
+		pw = getpwuid(getuid());
+		user = pw ? pw->pw_name : "unknown";
+	}
+	snprintf(buf, len, "%s/stasis-%s", tmp ? tmp : "/tmp", user);
+}
+
+int config_load(struct stasis_config *cfg, char *err, size_t errlen)
+{
+	static const char *const schemes[] = {"single", "partner", "xor", "rs", NULL};
+	static const char *const dirty[] = {"auto", "uffd", "mprotect", "off", NULL};
+	const char *v;
+	int n;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->interval = 600;
+	cfg->mtbf = 86400;
+	cfg->keep = 2;
+	strcpy(cfg->scheme, "xor");
+	cfg->set_size = 8;
+	cfg->rs_k = 2;
+	cfg->replicas = 1;
+	strcpy(cfg->dirty, "auto");
+	cfg->full_every = 8;
+	strcpy(cfg->failure_domain, "host");
+
+	if ((v = env("STASIS_DIR"))) {
+		if (v[0] != '/')
+			BAD("STASIS_DIR", v, "is not an absolute path");
+		if (strlen(v) >= sizeof(cfg->dir) - 256)
+			BAD("STASIS_DIR", v, "is too long");
+		strcpy(cfg->dir, v);
+	} else {
+		default_dir(cfg->dir, sizeof(cfg->dir));
+	}
+	if ((v = env("STASIS_INTERVAL"))) {
+		if (!strcmp(v, "auto"))
+			cfg->interval_auto = true;
+		else if (parse_seconds(v, &cfg->interval))
+			BAD("STASIS_INTERVAL", v, "is not a number of seconds > 0 or 'auto'");
+	}
+	if ((v = env("STASIS_MTBF")) && parse_seconds(v, &cfg->mtbf))
+		BAD("STASIS_MTBF", v, "is not a number of seconds > 0");
+	if ((v = env("STASIS_KEEP")) && parse_int(v, 1, 1000, &cfg->keep))
+		BAD("STASIS_KEEP", v, "is not an integer from 1 to 1000");
+	if ((v = env("STASIS_SCHEME"))) {
+		if (!one_of(v, schemes))
+			BAD("STASIS_SCHEME", v, "is not one of single, partner, xor, rs");
+		strcpy(cfg->scheme, v);
+	}
+	if ((v = env("STASIS_SET_SIZE")) && parse_int(v, 1, 256, &cfg->set_size))
+		BAD("STASIS_SET_SIZE", v, "is not an integer from 1 to 256");
+	if ((v = env("STASIS_RS_K")) && parse_int(v, 1, 255, &cfg->rs_k))
+		BAD("STASIS_RS_K", v, "is not an integer from 1 to 255");
+	if ((v = env("STASIS_PARTNER_REPLICAS")) && parse_int(v, 1, 255, &cfg->replicas))
+		BAD("STASIS_PARTNER_REPLICAS", v, "is not an integer from 1 to 255");
+	if ((v = env("STASIS_DIRTY"))) {
+		if (!one_of(v, dirty))
+			BAD("STASIS_DIRTY", v, "is not one of auto, uffd, mprotect, off");
+		strcpy(cfg->dirty, v);
+	}
+	if ((v = env("STASIS_FULL_EVERY")) && parse_int(v, 1, 1000000, &cfg->full_every))
+		BAD("STASIS_FULL_EVERY", v, "is not an integer >= 1");
+	if ((v = env("STASIS_FAILURE_DOMAIN"))) {
+		if (strcmp(v, "host") && parse_int(v, 1, INT_MAX, &n))
+			BAD("STASIS_FAILURE_DOMAIN", v, "is not 'host' or a positive integer");
+		snprintf(cfg->failure_domain, sizeof(cfg->failure_domain), "%s", v);
+	}
+	if ((v = env("STASIS_VERBOSE")) && parse_int(v, 0, 2, &cfg->verbose))
+		BAD("STASIS_VERBOSE", v, "is not 0, 1 or 2");
+	if ((v = env("STASIS_RESTART"))) {
+		if (strcmp(v, "0") && strcmp(v, "1"))
+			BAD("STASIS_RESTART", v, "is not 0 or 1");
+		cfg->restart = !strcmp(v, "1");
+	}
+	return 0;
+}
+
+void config_print(const struct stasis_config *cfg)
+{
+	pr_info("STASIS_DIR=%s", cfg->dir);
+	if (cfg->interval_auto)
+		pr_info("STASIS_INTERVAL=auto (STASIS_MTBF=%g s)", cfg->mtbf);
+	else
+		pr_info("STASIS_INTERVAL=%g s", cfg->interval);
+	pr_info("STASIS_KEEP=%d STASIS_SCHEME=%s STASIS_SET_SIZE=%d STASIS_RS_K=%d "
+		"STASIS_PARTNER_REPLICAS=%d",
+		cfg->keep, cfg->scheme, cfg->set_size, cfg->rs_k, cfg->replicas);
+	pr_info("STASIS_DIRTY=%s STASIS_FULL_EVERY=%d STASIS_FAILURE_DOMAIN=%s STASIS_RESTART=%d",
+		cfg->dirty, cfg->full_every, cfg->failure_domain, cfg->restart);
+}

@@ -1,0 +1,33 @@
+/* stasis configuration: environment variables, read once at MPI_Init and
+ * validated (DESIGN.md section 1). A bad value is reported as one line naming
+ * the variable, the value and what is accepted. */
+#ifndef STASIS_CONFIG_H
+#define STASIS_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct stasis_config {
+	char dir[4096];           /* STASIS_DIR pattern (%n, %r) */
+	double interval;          /* STASIS_INTERVAL seconds (> 0) */
+	bool interval_auto;       /* STASIS_INTERVAL=auto */
+	double mtbf;              /* STASIS_MTBF seconds, for auto */
+	int keep;                 /* STASIS_KEEP >= 1 */
+	char scheme[16];          /* STASIS_SCHEME */
+	int set_size;             /* STASIS_SET_SIZE */
+	int rs_k;                 /* STASIS_RS_K */
+	int replicas;             /* STASIS_PARTNER_REPLICAS */
+	char dirty[16];           /* STASIS_DIRTY */
+	int full_every;           /* STASIS_FULL_EVERY >= 1 */
+	char failure_domain[64];  /* STASIS_FAILURE_DOMAIN */
+	int verbose;              /* STASIS_VERBOSE 0..2 */
+	bool restart;             /* STASIS_RESTART=1: set by stasis-restart */
+};
+
+/* Fill cfg from the environment. Returns 0, or -EINVAL with err holding
+ * "STASIS_X: 'value' <what is accepted>". */
+int config_load(struct stasis_config *cfg, char *err, size_t errlen);
+/* One pr_info line per setting (rank 0, STASIS_VERBOSE >= 1). */
+void config_print(const struct stasis_config *cfg);
+
+#endif

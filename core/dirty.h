@@ -1,0 +1,130 @@
+/* Dirty-page tracking of the application image (DESIGN.md section 4).
+ * One backend per file behind this table: dirty_mprotect.c (mprotect +
+ * SIGSEGV, works everywhere), dirty_uffd.c (userfaultfd write-protect in
+ * async mode + PAGEMAP_SCAN, Linux 6.7+). Ranges are page aligned. Callers
+ * never track the main thread's stack (it is saved whole), nor any thread's
+ * stack: the mprotect backend's SIGSEGV handler runs on the faulting thread's
+ * stack, so a protected stack page could not take the signal.
+ *
+ * Rules for the caller (both backends unless said otherwise):
+ *
+ * - Tracked ranges never overlap: track() of a page already tracked fails
+ *   with -EEXIST. Adjacent ranges are fine and are independent.
+ * - Growing a tracked range (the arena commits its reservation in 2 MiB steps
+ *   with mprotect): commit the new part first (make it PROT_READ|PROT_WRITE),
+ *   then call track() on the new part only. Both backends then report writes
+ *   to the old and the new part; collect() may span both.
+ * - Track only what is committed. The uffd backend write-protects unpopulated
+ *   pages too (UFFD_FEATURE_WP_UNPOPULATED), which allocates page tables for
+ *   the whole tracked range (2 MiB of tables per GiB); tracking a 1 TiB
+ *   PROT_NONE reservation would cost 2 GiB.
+ * - Changing the protection of a tracked page: the uffd backend keeps
+ *   tracking across mprotect() (the write-protect bit lives in the page table
+ *   entry and survives; checked by test_dirty). The mprotect backend owns the
+ *   protection of tracked pages: collect() the part, untrack() it, change its
+ *   protection, and track() it again if it is read-write. An application
+ *   mprotect(PROT_READ|PROT_WRITE) that bypasses this silently stops the
+ *   tracking of those pages; one to PROT_READ makes the handler grant write
+ *   access on the next write.
+ * - Pages dropped with madvise(MADV_DONTNEED) or munmap() read back as zero
+ *   without having been written: neither backend reports them. The caller
+ *   that drops pages of a tracked range records that itself.
+ * - collect() must not run while the kernel or another process writes into a
+ *   buffer that prepare_write() made writable (an in-flight read() or MPI
+ *   receive on another thread): the mprotect backend protects the collected
+ *   pages again, so that write would fail with EFAULT. Checkpoints are taken
+ *   at safe points where no request is pending, which gives this.
+ * - Granularity: the reported set is exact for 4 KiB pages, and a superset
+ *   when (mprotect) vm.max_map_count forced a coarser unprotect, or (uffd) a
+ *   written page sat in a transparent huge page (the kernel reports all of
+ *   it). Pages never written since the previous collect() are reported only
+ *   in those two cases.
+ *
+ * Thread safety: track, untrack, collect and prepare_write may be called from
+ * any thread; they serialise on one lock. Writes from any thread are tracked.
+ * Nothing here may be called from a signal handler. Memory that stasis needs
+ * for tracking (bitmaps, scan vectors) comes from mmap(), never from malloc(),
+ * so that it never lands in the tracked application heap. */
+#ifndef STASIS_DIRTY_H
+#define STASIS_DIRTY_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct dirty_backend {
+	const char *name; /* "mprotect" or "uffd" */
+	/* Probe the kernel and set up; -ENOTSUP when it lacks the feature.
+	 * Calling it again while set up is a no-op returning 0. */
+	int (*init)(void);
+	/* Start tracking [addr, addr+len): every page counts clean from now.
+	 * The range must be mapped and read-write. */
+	int (*track)(uintptr_t addr, size_t len);
+	/* Stop tracking [addr, addr+len) and leave it writable. Any part of a
+	 * tracked range may be untracked (the rest stays tracked); pages of the
+	 * span that are not tracked are ignored. Written-page information of the
+	 * untracked part is dropped: collect() it first if it is wanted. */
+	int (*untrack)(uintptr_t addr, size_t len);
+	/* Set bit i of bitmap (1 bit per page, ceil(pages/64) words, zeroed by
+	 * the caller) for every page of [addr, addr+len) written since track()
+	 * or the previous collect(), and protect those pages again, so that
+	 * the next interval starts clean. The span may cover several tracked
+	 * ranges and untracked holes (never reported). A write that races with
+	 * collect() is either reported now (and then in the copy taken after
+	 * collect() returns) or in the next interval, never lost. */
+	int (*collect)(uintptr_t addr, size_t len, uint64_t *bitmap);
+	/* Before the kernel or another process writes [addr, addr+len) (read(),
+	 * an MPI receive): make it writable and count it written. Any range
+	 * (tracked or not, unaligned) is accepted. A no-op for uffd, whose
+	 * write-protection the kernel resolves itself. */
+	int (*prepare_write)(const void *addr, size_t len);
+	/* Stop tracking everything, leave all ranges writable, release the
+	 * backend (the mprotect backend puts the chained SIGSEGV action back). */
+	void (*fini)(void);
+};
+
+extern const struct dirty_backend dirty_mprotect_backend;
+extern const struct dirty_backend dirty_uffd_backend;
+
+/* Kernel features, probed once per process (CRIU's kerndat idea) by the
+ * first dirty_kerndat() call; later calls return the same struct. */
+struct dirty_kerndat {
+	size_t page_size;
+	int uffd_errno;		  /* 0, or why no userfaultfd could be opened */
+	uint64_t uffd_features;	  /* UFFDIO_API features the kernel offers */
+	bool uffd_wp_async;	  /* UFFD_FEATURE_WP_ASYNC (Linux 6.7) */
+	bool uffd_wp_unpopulated; /* UFFD_FEATURE_WP_UNPOPULATED (Linux 6.4) */
+	bool pagemap_scan;	  /* PAGEMAP_SCAN ioctl on /proc/self/pagemap */
+	long max_map_count;	  /* vm.max_map_count, -1 if unreadable */
+};
+const struct dirty_kerndat *dirty_kerndat(void);
+/* Internal: dirty_kerndat() lets dirty_uffd.c, which owns the uapi
+ * definitions, fill in the userfaultfd and PAGEMAP_SCAN fields. */
+void dirty_uffd_probe(struct dirty_kerndat *kd);
+
+/* mode: "auto" (uffd if the kernel has it, else mprotect), "uffd",
+ * "mprotect", or "off" (returns NULL, *err empty). NULL means "auto". A
+ * backend that cannot be had returns NULL with one line in err, e.g.
+ *   STASIS_DIRTY=uffd: the kernel lacks userfaultfd write-protect (UFFD_FEATURE_WP_ASYNC)
+ * The returned backend is init()ed. */
+const struct dirty_backend *dirty_select(const char *mode, char *err, size_t errlen);
+
+/* For the preload layer's sigaction()/signal() interposition: while the
+ * mprotect backend is active, a SIGSEGV handler the application or the MPI
+ * library installs is recorded as the handler to chain to, and stasis's stays
+ * first. Returns 1 when it handled the call (old filled in with the recorded
+ * action), 0 when the caller must pass it to the real sigaction.
+ *
+ * Chaining (faults that are not a write to a tracked page): to SIG_DFL or
+ * SIG_IGN, the handler restores SIG_DFL and returns, so that the faulting
+ * instruction runs again and the process dies of SIGSEGV as it would have
+ * (a SIGSEGV sent with kill() is re-sent under SIG_DFL, or dropped under
+ * SIG_IGN). To a handler, it is called with the same (sig, info, ctx) or
+ * (sig) per its SA_SIGINFO, with its sa_mask blocked, SA_RESETHAND honoured,
+ * on the current stack (SA_ONSTACK cannot be honoured), and with SIGSEGV NOT
+ * blocked even without SA_NODEFER: an application handler that sets a flag
+ * in its own (tracked) data must be able to take stasis's fault. */
+int dirty_sigaction_hook(int sig, const struct sigaction *act, struct sigaction *old);
+
+#endif

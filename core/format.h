@@ -1,0 +1,86 @@
+/* The on-disk format of stasis checkpoint files. This header owns it: the
+ * writer, the reader and stasis-inspect use these structs and nothing else.
+ * All integers little-endian (x86_64 native). Checksums are ISA-L
+ * crc64_ecma_refl(0, buf, len).
+ *
+ * Image file  <dir>/ckpt-<id>.r<rank>.img :
+ *   [0, 4096)                struct image_header (zero padded)
+ *   [4096, ...)              struct region_record[nregions]
+ *   page-aligned offsets     each region's data: for a full region
+ *                            `length` bytes; for an incremental region a
+ *                            page bitmap (ceil(npages/64) u64 words, at
+ *                            bitmap_offset) and the saved pages in order.
+ */
+#ifndef STASIS_FORMAT_H
+#define STASIS_FORMAT_H
+
+#include <stdint.h>
+
+#define STASIS_IMAGE_MAGIC "STASISIM" /* 8 bytes, no NUL stored */
+#define STASIS_COMMIT_MAGIC "STASISOK"
+#define STASIS_FORMAT_VERSION 1u
+#define STASIS_PAGE 4096u
+#define STASIS_STATE_MAX 3072u /* opaque saved state (registers, counters) */
+
+enum image_kind {
+	IMAGE_FULL = 1,
+	IMAGE_INCREMENTAL = 2, /* regions hold only the pages written since parent_id */
+};
+
+enum region_kind {
+	REGION_DATA = 1,  /* writable segment of the executable or an application library */
+	REGION_ARENA = 2, /* committed part of the application arena */
+	REGION_STACK = 3, /* main thread's stack, saved whole */
+};
+
+enum region_flags {
+	REGION_PARTIAL = 1u << 0, /* incremental: bitmap + dirty pages only */
+};
+
+struct image_header {
+	char magic[8];        /* STASIS_IMAGE_MAGIC */
+	uint32_t version;     /* STASIS_FORMAT_VERSION */
+	uint32_t header_size; /* sizeof(struct image_header) */
+	uint64_t ckpt_id;     /* 1, 2, ... per job */
+	uint64_t parent_id;   /* 0 for a full image */
+	uint32_t kind;        /* enum image_kind */
+	uint32_t rank;
+	uint32_t nranks;
+	uint32_t uid; /* owner: must equal getuid() of the reader */
+	uint64_t exe_hash; /* crc64 of the executable file */
+	uint64_t nregions;
+	uint64_t data_bytes; /* region payload bytes (bitmaps and pages) */
+	uint64_t created_ns; /* CLOCK_REALTIME */
+	uint32_t state_size; /* bytes used in state[] */
+	uint32_t reserved;
+	uint8_t state[STASIS_STATE_MAX]; /* opaque to the storage layer */
+	uint64_t table_crc;  /* crc64 of region_record[nregions] */
+	uint64_t header_crc; /* crc64 of this struct with header_crc = 0 */
+};
+
+struct region_record {
+	uint64_t addr;   /* page aligned */
+	uint64_t length; /* page multiple */
+	uint32_t kind;   /* enum region_kind */
+	uint32_t flags;  /* enum region_flags */
+	uint64_t file_offset;   /* page aligned: start of this region's data */
+	uint64_t stored_bytes;  /* bytes at file_offset (bitmap + pages, or length) */
+	uint64_t bitmap_offset; /* REGION_PARTIAL: offset of the page bitmap, else 0 */
+	uint64_t data_crc;      /* crc64 of the stored_bytes at file_offset */
+};
+
+/* Commit record <dir>/ckpt-<id>.r<rank>.done : written after every rank has
+ * synced its image (two-phase commit). Its presence on ANY rank proves that
+ * checkpoint <id> was complete on all ranks. */
+struct commit_record {
+	char magic[8]; /* STASIS_COMMIT_MAGIC */
+	uint32_t version;
+	uint32_t nranks;
+	uint64_t ckpt_id;
+	uint64_t parent_id;
+	uint64_t image_bytes; /* size of this rank's image file */
+	uint64_t image_crc;   /* crc64 of the image header (identifies the file) */
+	uint64_t crc;         /* crc64 of this struct with crc = 0 */
+};
+
+#endif

@@ -1,0 +1,48 @@
+/* Writing and reading checkpoint image files (format.h). Writes go through
+ * liburing (O_DIRECT when the filesystem allows it, buffered otherwise);
+ * checksums are ISA-L crc64. Files are created 0600; an image is written to
+ * "<path>.tmp", synced, then renamed to <path> and the directory synced, so
+ * a file named <path> is always whole. Nothing in a file is trusted before
+ * its checksum is checked. Functions return 0 or -errno; on failure `err`
+ * (if not NULL) holds one line naming the cause and the file. */
+#ifndef STASIS_IMAGE_H
+#define STASIS_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format.h"
+
+/* One region to save, read straight from live memory. */
+struct image_region {
+	uintptr_t addr;          /* page aligned */
+	size_t length;           /* page multiple */
+	uint32_t kind;           /* enum region_kind */
+	const uint64_t *dirty;   /* NULL: save every page; else 1 bit per page */
+};
+
+/* Write an image. hdr: caller fills ckpt_id, parent_id, kind, rank, nranks,
+ * exe_hash, state/state_size; image_write fills magic, version, sizes,
+ * uid, nregions, data_bytes, created_ns, checksums. On return *bytes_written
+ * (may be NULL) is the file size. */
+int image_write(const char *path, struct image_header *hdr, const struct image_region *regions,
+		size_t nregions, uint64_t *bytes_written, char *err, size_t errlen);
+
+struct image; /* an open, header-verified image */
+
+/* Open, read and verify the header and region table (magic, version,
+ * owner uid, sizes against the file length, both crcs). */
+int image_open(const char *path, struct image **out, char *err, size_t errlen);
+const struct image_header *image_header(const struct image *img);
+const struct region_record *image_regions(const struct image *img);
+/* Read region i's stored bytes (stored_bytes of them) into buf and check
+ * its crc: -EBADMSG with err set when it does not match. */
+int image_read_region(struct image *img, size_t i, void *buf, char *err, size_t errlen);
+/* Read every region and check every crc, keeping nothing. */
+int image_verify(struct image *img, char *err, size_t errlen);
+void image_close(struct image *img);
+
+/* crc64 of a whole file (used for the executable hash). */
+int file_crc64(const char *path, uint64_t *crc);
+
+#endif

@@ -1,0 +1,51 @@
+/* The checkpoint directory of one rank: <STASIS_DIR expanded>/<job key>/.
+ * STASIS_DIR may hold %n (failure-domain index) and %r (rank). Directories
+ * are created 0700 and must be owned by the caller; files are 0600.
+ *
+ * Files of checkpoint <id> for rank <r>:
+ *   ckpt-<id>.r<r>.img   image (image.h)
+ *   ckpt-<id>.r<r>.red   redundancy data (codecs/)
+ *   ckpt-<id>.r<r>.done  commit record (format.h), written last
+ * Functions return 0 or -errno; err (if not NULL) gets one line. */
+#ifndef STASIS_STORE_H
+#define STASIS_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format.h"
+
+struct store {
+	char dir[4096]; /* absolute path of this rank's job directory */
+	int rank;
+};
+
+/* Expand pattern (%n -> node, %r -> rank, %% -> %), append "/<job_key>",
+ * create missing directories 0700, refuse a directory not owned by us or
+ * accessible by group/others. create == false only checks it exists. */
+int store_open(struct store *st, const char *pattern, int node, int rank, const char *job_key,
+	       bool create, char *err, size_t errlen);
+/* Expand the pattern only (for tools). */
+int store_expand(const char *pattern, int node, int rank, char *out, size_t outlen);
+
+enum store_file { STORE_IMAGE, STORE_REDUNDANCY, STORE_COMMIT };
+/* Path of a file of checkpoint id for st->rank. */
+void store_path(const struct store *st, uint64_t id, enum store_file what, char *buf, size_t len);
+/* File name only (no directory). */
+void store_name(int rank, uint64_t id, enum store_file what, char *buf, size_t len);
+
+/* Write the commit record (tmp + fsync + rename + fsync dir). */
+int store_commit(const struct store *st, const struct commit_record *rec, char *err,
+		 size_t errlen);
+/* Read and check the commit record of id: 0, -ENOENT, or -EBADMSG. */
+int store_read_commit(const struct store *st, uint64_t id, struct commit_record *rec, char *err,
+		      size_t errlen);
+/* Checkpoint ids that have any file of this rank, ascending; returns count
+ * (at most max) or -errno. */
+int store_list(const struct store *st, uint64_t *ids, int max);
+/* Remove this rank's files of checkpoint id (image, redundancy, commit;
+ * the commit record first, so a half-removed checkpoint is never complete). */
+int store_remove(const struct store *st, uint64_t id);
+
+#endif
