@@ -1,0 +1,491 @@
+/* The checkpoint directory of one rank, its file names and commit records
+ * (store.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <isa-l/crc64.h>
+
+#define LOG_PREFIX "store: "
+#include "log.h"
+#include "store.h"
+
+/* A file path: the directory, "/" and a name of store_name. */
+#define FILE_PATH_MAX (sizeof(((struct store *)0)->dir) + 64)
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Returns 0, -EINVAL at an unknown or unfinished % sequence (*bad points at
+ * it), or -ENAMETOOLONG. */
+static int expand(const char *pattern, int node, int rank, char *out, size_t outlen,
+		  const char **bad)
+{
+	size_t n = 0;
+
+	for (const char *p = pattern; *p; p++) {
+		char num[24];
+		const char *add = num;
+
+		if (*p != '%') {
+			num[0] = *p;
+			num[1] = '\0';
+		} else if (p[1] == 'n') {
+			snprintf(num, sizeof(num), "%d", node);
+			p++;
+		} else if (p[1] == 'r') {
+			snprintf(num, sizeof(num), "%d", rank);
+			p++;
+		} else if (p[1] == '%') {
+			add = "%";
+			p++;
+		} else {
+			if (bad)
+				*bad = p;
+			return -EINVAL;
+		}
+		size_t len = strlen(add);
+
+		if (n + len >= outlen)
+			return -ENAMETOOLONG;
+		memcpy(out + n, add, len);
+		n += len;
+	}
+	if (!outlen)
+		return -ENAMETOOLONG;
+	out[n] = '\0';
+	return 0;
+}
+
+int store_expand(const char *pattern, int node, int rank, char *out, size_t outlen)
+{
+	return expand(pattern, node, rank, out, outlen, NULL);
+}
+
+/* "a//b/" from a pattern with a trailing slash: harmless, but the path is
+ * shown to users, so write it "a/b". */
+static void squeeze_slashes(char *s)
+{
+	char *w = s;
+
+	for (const char *r = s; *r; r++)
+		if (*r != '/' || w == s || w[-1] != '/')
+			*w++ = *r;
+	*w = '\0';
+}
+
+/* mkdir -p. Components created here get exactly 0700 (chmod: umask must not
+ * decide); existing ones are left alone, concurrent creation by another
+ * rank of the same node is fine. */
+static int mkdirs(char *path)
+{
+	struct stat st;
+
+	for (char *p = path + 1;; p++) {
+		char c = *p;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0700) == 0) {
+			if (chmod(path, 0700) < 0) {
+				*p = c;
+				return -errno;
+			}
+		} else if (errno != EEXIST || stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			int e = errno == EEXIST ? ENOTDIR : errno;
+
+			*p = c;
+			return -e;
+		}
+		*p = c;
+		if (!c)
+			return 0;
+	}
+}
+
+int store_open(struct store *st, const char *pattern, int node, int rank, const char *job_key,
+	       bool create, char *err, size_t errlen)
+{
+	char base[sizeof(st->dir)], cwd[sizeof(st->dir)];
+	const char *bad = NULL;
+	struct stat sb;
+	int ret;
+
+	st->dir[0] = '\0';
+	st->rank = rank;
+	ret = expand(pattern, node, rank, base, sizeof(base), &bad);
+	if (ret == -EINVAL) {
+		if (bad[1])
+			set_err(err, errlen, "STASIS_DIR: unknown %%%c in %s", bad[1], pattern);
+		else
+			set_err(err, errlen, "STASIS_DIR: lone %% at the end of %s", pattern);
+		goto err;
+	}
+	if (ret)
+		goto too_long;
+	if (!base[0]) {
+		ret = -EINVAL;
+		set_err(err, errlen, "STASIS_DIR: empty");
+		goto err;
+	}
+	if (!job_key[0] || strchr(job_key, '/') || !strcmp(job_key, ".") ||
+	    !strcmp(job_key, "..")) {
+		ret = -EINVAL;
+		set_err(err, errlen, "invalid job key '%s'", job_key);
+		goto err;
+	}
+	/* The directory must not depend on where a later process happens to
+	 * run, and st->dir is documented absolute. */
+	if (base[0] != '/') {
+		if (!getcwd(cwd, sizeof(cwd))) {
+			ret = -errno;
+			set_err(err, errlen, "STASIS_DIR %s: cannot resolve: %s", base,
+				strerror(errno));
+			goto err;
+		}
+		if (snprintf(st->dir, sizeof(st->dir), "%s/%s/%s", strcmp(cwd, "/") ? cwd : "",
+			     base, job_key) >= (int)sizeof(st->dir))
+			goto too_long;
+	} else if (snprintf(st->dir, sizeof(st->dir), "%s/%s", base, job_key) >=
+		   (int)sizeof(st->dir)) {
+		goto too_long;
+	}
+	squeeze_slashes(st->dir);
+
+	if (create) {
+		ret = mkdirs(st->dir);
+		if (ret) {
+			set_err(err, errlen, "cannot create %s: %s", st->dir, strerror(-ret));
+			goto err;
+		}
+	}
+	if (stat(st->dir, &sb) < 0) {
+		ret = -errno;
+		if (ret == -ENOENT)
+			set_err(err, errlen, "%s: missing", st->dir);
+		else
+			set_err(err, errlen, "%s: %s", st->dir, strerror(-ret));
+		goto err;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		ret = -ENOTDIR;
+		set_err(err, errlen, "%s: not a directory", st->dir);
+		goto err;
+	}
+	/* It holds the whole memory of the program. */
+	if (sb.st_uid != geteuid()) {
+		ret = -EACCES;
+		set_err(err, errlen,
+			"%s: must be owned by you and mode 0700 (is %04o, owner uid %u)", st->dir,
+			(unsigned)(sb.st_mode & 07777), (unsigned)sb.st_uid);
+		goto err;
+	}
+	if (sb.st_mode & 077) {
+		ret = -EACCES;
+		set_err(err, errlen, "%s: must be owned by you and mode 0700 (is %04o)", st->dir,
+			(unsigned)(sb.st_mode & 07777));
+		goto err;
+	}
+	return 0;
+
+too_long:
+	ret = -ENAMETOOLONG;
+	set_err(err, errlen, "STASIS_DIR: %s: path too long", pattern);
+err:
+	return ret;
+}
+
+void store_name(int rank, uint64_t id, enum store_file what, char *buf, size_t len)
+{
+	const char *ext = what == STORE_IMAGE ? "img" : what == STORE_REDUNDANCY ? "red" : "done";
+
+	snprintf(buf, len, "ckpt-%llu.r%d.%s", (unsigned long long)id, rank, ext);
+}
+
+void store_path(const struct store *st, uint64_t id, enum store_file what, char *buf, size_t len)
+{
+	char name[64];
+
+	store_name(st->rank, id, what, name, sizeof(name));
+	snprintf(buf, len, "%s/%s", st->dir, name);
+}
+
+static int dir_fsync(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (fsync(fd) < 0) {
+		if (errno != EINTR) {
+			ret = -errno;
+			break;
+		}
+	}
+	close(fd);
+	return ret;
+}
+
+static uint64_t commit_crc(const struct commit_record *rec)
+{
+	struct commit_record c = *rec;
+
+	c.crc = 0;
+	return crc64_ecma_refl(0, (const unsigned char *)&c, sizeof(c));
+}
+
+int store_commit(const struct store *st, const struct commit_record *rec, char *err, size_t errlen)
+{
+	char path[FILE_PATH_MAX], tmp[FILE_PATH_MAX + 8];
+	struct commit_record c = *rec;
+	size_t done = 0;
+	int fd = -1, ret;
+
+	store_path(st, rec->ckpt_id, STORE_COMMIT, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	memcpy(c.magic, STASIS_COMMIT_MAGIC, sizeof(c.magic));
+	c.version = STASIS_FORMAT_VERSION;
+	c.crc = commit_crc(&c);
+
+	fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		ret = -errno;
+		goto err;
+	}
+	if (fchmod(fd, 0600) < 0) {
+		ret = -errno;
+		goto err_unlink;
+	}
+	while (done < sizeof(c)) {
+		ssize_t n = write(fd, (char *)&c + done, sizeof(c) - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -EIO;
+			goto err_unlink;
+		}
+		done += n;
+	}
+	while (fsync(fd) < 0) {
+		if (errno != EINTR) {
+			ret = -errno;
+			goto err_unlink;
+		}
+	}
+	ret = close(fd);
+	fd = -1;
+	if (ret < 0 || rename(tmp, path) < 0) {
+		ret = -errno;
+		goto err_unlink;
+	}
+	ret = dir_fsync(st->dir);
+	if (ret)
+		goto err;
+	return 0;
+
+err_unlink:
+	unlink(tmp);
+err:
+	if (fd >= 0)
+		close(fd);
+	set_err(err, errlen, "cannot write %s: %s", path, strerror(-ret));
+	return ret;
+}
+
+int store_read_commit(const struct store *st, uint64_t id, struct commit_record *rec, char *err,
+		      size_t errlen)
+{
+	char path[FILE_PATH_MAX];
+	struct commit_record c;
+	struct stat sb;
+	ssize_t n;
+	int fd, ret;
+
+	store_path(st, id, STORE_COMMIT, path, sizeof(path));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		if (ret == -ENOENT)
+			set_err(err, errlen, "%s: missing", path);
+		else
+			set_err(err, errlen, "%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	ret = -EBADMSG;
+	if (fstat(fd, &sb) < 0) {
+		ret = -errno;
+		set_err(err, errlen, "%s: %s", path, strerror(-ret));
+		goto err;
+	}
+	if (sb.st_size < (off_t)sizeof(c)) {
+		set_err(err, errlen, "%s: truncated (%lld bytes)", path, (long long)sb.st_size);
+		goto err;
+	}
+	do
+		n = pread(fd, &c, sizeof(c), 0);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(c)) {
+		ret = n < 0 ? -errno : -EIO;
+		set_err(err, errlen, "%s: %s", path, strerror(-ret));
+		goto err;
+	}
+	if (memcmp(c.magic, STASIS_COMMIT_MAGIC, sizeof(c.magic))) {
+		set_err(err, errlen, "%s: not a stasis commit record (bad magic)", path);
+		goto err;
+	}
+	if (c.version != STASIS_FORMAT_VERSION) {
+		set_err(err, errlen, "%s: format version %u, this stasis reads %u", path, c.version,
+			STASIS_FORMAT_VERSION);
+		goto err;
+	}
+	if (commit_crc(&c) != c.crc) {
+		set_err(err, errlen, "%s: checksum mismatch", path);
+		goto err;
+	}
+	if (c.ckpt_id != id) {
+		set_err(err, errlen, "%s: records checkpoint %llu", path,
+			(unsigned long long)c.ckpt_id);
+		goto err;
+	}
+	*rec = c;
+	ret = 0;
+err:
+	close(fd);
+	return ret;
+}
+
+/* "ckpt-<id>.r<rank>.<anything>": true and *id when it is one of rank's. */
+static bool parse_name(const char *name, int rank, uint64_t *id)
+{
+	unsigned long long v;
+	long r;
+	char *end;
+
+	if (strncmp(name, "ckpt-", 5) || name[5] < '0' || name[5] > '9')
+		return false;
+	errno = 0;
+	v = strtoull(name + 5, &end, 10);
+	if (errno || strncmp(end, ".r", 2) || end[2] < '0' || end[2] > '9')
+		return false;
+	r = strtol(end + 2, &end, 10);
+	if (errno || *end != '.' || r != rank)
+		return false;
+	*id = v;
+	return true;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Every id found is collected (the directory holds a handful), sorted and
+ * made unique; the smallest `max` are returned. ids == NULL counts them. */
+int store_list(const struct store *st, uint64_t *ids, int max)
+{
+	uint64_t *all = NULL, *grown, id;
+	size_t n = 0, cap = 0, uniq = 0;
+	struct dirent *de;
+	DIR *d;
+	int ret;
+
+	d = opendir(st->dir);
+	if (!d)
+		return -errno;
+	for (;;) {
+		errno = 0;
+		de = readdir(d);
+		if (!de) {
+			if (errno) {
+				ret = -errno;
+				goto err;
+			}
+			break;
+		}
+		if (!parse_name(de->d_name, st->rank, &id))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 32;
+			grown = realloc(all, cap * sizeof(*all));
+			if (!grown) {
+				ret = -ENOMEM;
+				goto err;
+			}
+			all = grown;
+		}
+		all[n++] = id;
+	}
+	if (n)
+		qsort(all, n, sizeof(*all), cmp_u64);
+	for (size_t i = 0; i < n; i++)
+		if (!uniq || all[uniq - 1] != all[i])
+			all[uniq++] = all[i];
+	if (ids) {
+		if (max < 0)
+			max = 0;
+		if (uniq > (size_t)max)
+			uniq = max;
+		if (uniq)
+			memcpy(ids, all, uniq * sizeof(*ids));
+	}
+	ret = uniq > INT_MAX ? INT_MAX : (int)uniq;
+err:
+	free(all);
+	closedir(d);
+	return ret;
+}
+
+static int unlink_ok(const char *path)
+{
+	return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+/* The commit record goes first and its removal is synced before anything
+ * else goes, so that no crash leaves a record naming a missing image. The
+ * .tmp leftovers of an interrupted write go too: they name the checkpoint,
+ * and store_list would otherwise report it forever. */
+int store_remove(const struct store *st, uint64_t id)
+{
+	static const enum store_file order[] = {STORE_COMMIT, STORE_REDUNDANCY, STORE_IMAGE};
+	char path[FILE_PATH_MAX], tmp[FILE_PATH_MAX + 8];
+	int ret;
+
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		store_path(st, id, order[i], path, sizeof(path));
+		snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+		ret = unlink_ok(path);
+		if (!ret)
+			ret = unlink_ok(tmp);
+		if (!ret && order[i] == STORE_COMMIT)
+			ret = dir_fsync(st->dir);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}

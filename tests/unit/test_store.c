@@ -1,0 +1,304 @@
+/* Unit test of core/store.c: STASIS_DIR expansion, directory creation and
+ * refusal, file names, commit records, list and remove. Exit 0 pass, 1 fail,
+ * 77 skip. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+			failures++;                                                                \
+		}                                                                                  \
+	} while (0)
+
+#define CHECK_ERR(rc, want, err, ...) check_err(__LINE__, rc, want, err, __VA_ARGS__)
+
+static void check_err(int line, int rc, int want, const char *err, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void check_err(int line, int rc, int want, const char *err, const char *fmt, ...)
+{
+	char expect[8192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(expect, sizeof(expect), fmt, ap);
+	va_end(ap);
+	if (rc != want || strcmp(err, expect)) {
+		fprintf(stderr, "%s:%d: got %d \"%s\"\n    want %d \"%s\"\n", __FILE__, line, rc,
+			err, want, expect);
+		failures++;
+	}
+}
+
+static char base[] = "/tmp/test_store.XXXXXX";
+
+static unsigned mode_of(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? st.st_mode & 07777 : 0xffff;
+}
+
+static void touch(const struct store *st, const char *name)
+{
+	char path[8192];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", st->dir, name);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+}
+
+static bool exists(const struct store *st, const char *name)
+{
+	char path[8192];
+
+	snprintf(path, sizeof(path), "%s/%s", st->dir, name);
+	return access(path, F_OK) == 0;
+}
+
+static void test_expand(void)
+{
+	char out[64];
+
+	CHECK(store_expand("/a/%n/b%r%%c", 3, 15, out, sizeof(out)) == 0);
+	CHECK(!strcmp(out, "/a/3/b15%c"));
+	CHECK(store_expand("/plain", 3, 15, out, sizeof(out)) == 0 && !strcmp(out, "/plain"));
+	CHECK(store_expand("%r%r%n", 0, 7, out, sizeof(out)) == 0 && !strcmp(out, "770"));
+	CHECK(store_expand("/a/%x", 0, 0, out, sizeof(out)) == -EINVAL);
+	CHECK(store_expand("/a/%", 0, 0, out, sizeof(out)) == -EINVAL);
+	CHECK(store_expand("/a/%N", 0, 0, out, sizeof(out)) == -EINVAL);
+	CHECK(store_expand("/0123456789/%r", 0, 12345, out, 16) == -ENAMETOOLONG);
+	CHECK(store_expand("/0123456789/%r", 0, 1234, out, 17) == 0);
+}
+
+static void test_open(void)
+{
+	char pattern[256], dir[512], err[8192];
+	struct store st;
+	int rc;
+
+	/* Creation: every new component exactly 0700 whatever the umask. */
+	umask(0);
+	snprintf(pattern, sizeof(pattern), "%s/n%%n/r%%r/", base);
+	rc = store_open(&st, pattern, 2, 5, "job-1", true, err, sizeof(err));
+	CHECK_ERR(rc, 0, err, "%s", err);
+	snprintf(dir, sizeof(dir), "%s/n2/r5/job-1", base);
+	CHECK(!strcmp(st.dir, dir) && st.rank == 5);
+	CHECK(mode_of(dir) == 0700);
+	snprintf(dir, sizeof(dir), "%s/n2", base);
+	CHECK(mode_of(dir) == 0700);
+	snprintf(dir, sizeof(dir), "%s/n2/r5", base);
+	CHECK(mode_of(dir) == 0700);
+	umask(022);
+
+	/* Again: exists, fine; create == false: fine too. */
+	rc = store_open(&st, pattern, 2, 5, "job-1", true, err, sizeof(err));
+	CHECK(rc == 0);
+	rc = store_open(&st, pattern, 2, 5, "job-1", false, err, sizeof(err));
+	CHECK(rc == 0);
+	rc = store_open(&st, pattern, 2, 6, "job-1", false, err, sizeof(err));
+	snprintf(dir, sizeof(dir), "%s/n2/r6/job-1", base);
+	CHECK_ERR(rc, -ENOENT, err, "%s: missing", dir);
+
+	rc = store_open(&st, "/tmp/%q/x", 0, 0, "j", true, err, sizeof(err));
+	CHECK_ERR(rc, -EINVAL, err, "STASIS_DIR: unknown %%q in /tmp/%%q/x");
+	rc = store_open(&st, "/tmp/x%", 0, 0, "j", true, err, sizeof(err));
+	CHECK(rc == -EINVAL);
+	rc = store_open(&st, pattern, 0, 0, "../up", true, err, sizeof(err));
+	CHECK(rc == -EINVAL);
+
+	/* An existing directory with a loose mode is refused, not fixed. */
+	snprintf(dir, sizeof(dir), "%s/loose/job", base);
+	CHECK(mkdir(dir, 0755) < 0 && errno == ENOENT);
+	snprintf(dir, sizeof(dir), "%s/loose", base);
+	CHECK(mkdir(dir, 0700) == 0);
+	snprintf(dir, sizeof(dir), "%s/loose/job", base);
+	CHECK(mkdir(dir, 0755) == 0 && chmod(dir, 0755) == 0);
+	snprintf(pattern, sizeof(pattern), "%s/loose", base);
+	rc = store_open(&st, pattern, 0, 0, "job", true, err, sizeof(err));
+	CHECK_ERR(rc, -EACCES, err, "%s: must be owned by you and mode 0700 (is 0755)", dir);
+	CHECK(mode_of(dir) == 0755);
+	CHECK(chmod(dir, 0710) == 0);
+	rc = store_open(&st, pattern, 0, 0, "job", false, err, sizeof(err));
+	CHECK_ERR(rc, -EACCES, err, "%s: must be owned by you and mode 0700 (is 0710)", dir);
+
+	/* Someone else's directory (needs root to make one). */
+	if (geteuid() == 0) {
+		CHECK(chmod(dir, 0700) == 0 && chown(dir, 4321, 4321) == 0);
+		rc = store_open(&st, pattern, 0, 0, "job", true, err, sizeof(err));
+		CHECK_ERR(rc, -EACCES, err,
+			  "%s: must be owned by you and mode 0700 (is 0700, owner uid 4321)", dir);
+	}
+
+	/* A file where the directory should be. */
+	snprintf(dir, sizeof(dir), "%s/file", base);
+	CHECK(close(open(dir, O_CREAT | O_WRONLY, 0600)) == 0);
+	rc = store_open(&st, dir, 0, 0, "job", true, err, sizeof(err));
+	CHECK(rc == -ENOTDIR);
+
+	/* A relative pattern becomes absolute. */
+	CHECK(chdir(base) == 0);
+	rc = store_open(&st, "rel/%r", 0, 4, "job", true, err, sizeof(err));
+	snprintf(dir, sizeof(dir), "%s/rel/4/job", base);
+	CHECK(rc == 0 && !strcmp(st.dir, dir));
+	CHECK(chdir("/") == 0);
+}
+
+static void test_names(void)
+{
+	struct store st = {.dir = "/d", .rank = 12};
+	char buf[256];
+
+	store_name(3, 42, STORE_IMAGE, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "ckpt-42.r3.img"));
+	store_name(3, 18446744073709551615ull, STORE_REDUNDANCY, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "ckpt-18446744073709551615.r3.red"));
+	store_path(&st, 7, STORE_COMMIT, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "/d/ckpt-7.r12.done"));
+}
+
+static void test_commit(struct store *st)
+{
+	struct commit_record rec = {0}, back;
+	char path[8192], err[8192];
+	int rc, fd;
+
+	rec.nranks = 16;
+	rec.ckpt_id = 9;
+	rec.parent_id = 8;
+	rec.image_bytes = 123456789;
+	rec.image_crc = 0xfeedfacecafebeefull;
+	rc = store_commit(st, &rec, err, sizeof(err));
+	CHECK(rc == 0);
+	store_path(st, 9, STORE_COMMIT, path, sizeof(path));
+	CHECK(mode_of(path) == 0600);
+	CHECK(!exists(st, "ckpt-9.r5.done.tmp"));
+	memset(&back, 0, sizeof(back));
+	rc = store_read_commit(st, 9, &back, err, sizeof(err));
+	CHECK(rc == 0);
+	CHECK(!memcmp(back.magic, STASIS_COMMIT_MAGIC, 8) && back.version == STASIS_FORMAT_VERSION);
+	CHECK(back.nranks == 16 && back.ckpt_id == 9 && back.parent_id == 8);
+	CHECK(back.image_bytes == 123456789 && back.image_crc == rec.image_crc && back.crc != 0);
+
+	/* Each byte of the record matters. */
+	for (size_t off = 0; off < sizeof(rec); off++) {
+		unsigned char b;
+
+		fd = open(path, O_RDWR);
+		CHECK(fd >= 0 && pread(fd, &b, 1, off) == 1);
+		b ^= 0x10;
+		CHECK(pwrite(fd, &b, 1, off) == 1);
+		rc = store_read_commit(st, 9, &back, err, sizeof(err));
+		if (off < 8)
+			CHECK_ERR(rc, -EBADMSG, err, "%s: not a stasis commit record (bad magic)",
+				  path);
+		else if (off < 12)
+			CHECK_ERR(rc, -EBADMSG, err, "%s: format version %u, this stasis reads 1",
+				  path, STASIS_FORMAT_VERSION ^ (0x10u << 8 * (off - 8)));
+		else
+			CHECK_ERR(rc, -EBADMSG, err, "%s: checksum mismatch", path);
+		b ^= 0x10;
+		CHECK(pwrite(fd, &b, 1, off) == 1);
+		close(fd);
+	}
+	CHECK(store_read_commit(st, 9, &back, err, sizeof(err)) == 0);
+
+	CHECK(truncate(path, 20) == 0);
+	rc = store_read_commit(st, 9, &back, err, sizeof(err));
+	CHECK_ERR(rc, -EBADMSG, err, "%s: truncated (20 bytes)", path);
+	CHECK(unlink(path) == 0);
+	rc = store_read_commit(st, 9, &back, err, sizeof(err));
+	CHECK_ERR(rc, -ENOENT, err, "%s: missing", path);
+}
+
+static void test_list_remove(struct store *st)
+{
+	uint64_t ids[8];
+	struct commit_record rec = {.nranks = 1, .ckpt_id = 3};
+	int n;
+
+	n = store_list(st, ids, 8);
+	CHECK(n == 0);
+	touch(st, "ckpt-3.r5.img");
+	touch(st, "ckpt-3.r5.red");
+	CHECK(store_commit(st, &rec, NULL, 0) == 0);
+	touch(st, "ckpt-10.r5.img");
+	touch(st, "ckpt-1.r5.red");
+	touch(st, "ckpt-12.r5.img.tmp"); /* a write that was interrupted */
+	touch(st, "ckpt-2.r6.img");	 /* another rank's */
+	touch(st, "ckpt-4.r55.img");
+	touch(st, "ckpt-x.r5.img");
+	touch(st, "ckpt-5.r5");
+	touch(st, "ckpt--6.r5.img");
+	touch(st, "notes.txt");
+
+	n = store_list(st, ids, 8);
+	CHECK(n == 4 && ids[0] == 1 && ids[1] == 3 && ids[2] == 10 && ids[3] == 12);
+	n = store_list(st, ids, 2);
+	CHECK(n == 2 && ids[0] == 1 && ids[1] == 3);
+	CHECK(store_list(st, NULL, 0) == 4);
+
+	CHECK(store_remove(st, 3) == 0);
+	CHECK(!exists(st, "ckpt-3.r5.img") && !exists(st, "ckpt-3.r5.red"));
+	CHECK(!exists(st, "ckpt-3.r5.done"));
+	CHECK(exists(st, "ckpt-2.r6.img") && exists(st, "ckpt-10.r5.img"));
+	CHECK(store_remove(st, 12) == 0);
+	CHECK(store_remove(st, 99) == 0);
+	n = store_list(st, ids, 8);
+	CHECK(n == 2 && ids[0] == 1 && ids[1] == 10);
+
+	struct store gone = *st;
+
+	strcat(gone.dir, "/nonexistent");
+	CHECK(store_list(&gone, ids, 8) == -ENOENT);
+}
+
+int main(void)
+{
+	char pattern[256], err[8192];
+	struct store st;
+
+	if (!mkdtemp(base)) {
+		perror("mkdtemp");
+		return 77;
+	}
+	test_expand();
+	test_open();
+	test_names();
+
+	snprintf(pattern, sizeof(pattern), "%s/files", base);
+	if (store_open(&st, pattern, 0, 5, "job", true, err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	test_commit(&st);
+	test_list_remove(&st);
+
+	snprintf(err, sizeof(err), "rm -rf '%s'", base);
+	if (system(err))
+		(void)0;
+	if (failures) {
+		fprintf(stderr, "test_store: %d failure(s)\n", failures);
+		return 1;
+	}
+	printf("test_store: ok\n");
+	return 0;
+}
