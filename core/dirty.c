@@ -1,0 +1,128 @@
+/* Backend choice (STASIS_DIRTY) and the one-time kernel feature probe. */
+#define LOG_PREFIX "dirty: "
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dirty.h"
+#include "log.h"
+
+static struct dirty_kerndat kerndat;
+static pthread_once_t kerndat_once = PTHREAD_ONCE_INIT;
+
+static long read_max_map_count(void)
+{
+	char buf[32];
+	ssize_t n;
+	long v = -1;
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "re");
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	if (n > 0) {
+		buf[n] = '\0';
+		v = strtol(buf, NULL, 10);
+	}
+	fclose(f);
+	return v;
+}
+
+static void kerndat_probe(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+
+	kerndat.page_size = ps > 0 ? (size_t)ps : 4096;
+	kerndat.max_map_count = read_max_map_count();
+	dirty_uffd_probe(&kerndat);
+	pr_debug("page %zu, max_map_count %ld, userfaultfd %s (features %#llx), WP_ASYNC %d, "
+		 "WP_UNPOPULATED %d, PAGEMAP_SCAN %d",
+		 kerndat.page_size, kerndat.max_map_count,
+		 kerndat.uffd_errno ? strerror(kerndat.uffd_errno) : "ok",
+		 (unsigned long long)kerndat.uffd_features, kerndat.uffd_wp_async,
+		 kerndat.uffd_wp_unpopulated, kerndat.pagemap_scan);
+}
+
+const struct dirty_kerndat *dirty_kerndat(void)
+{
+	pthread_once(&kerndat_once, kerndat_probe);
+	return &kerndat;
+}
+
+/* Why the uffd backend cannot be had, as the end of a one-line message, or
+ * NULL when the kernel has everything it needs. */
+static const char *uffd_missing(const struct dirty_kerndat *kd, char *buf, size_t len)
+{
+	if (kd->uffd_errno) {
+		snprintf(buf, len, "userfaultfd is not available (%s)", strerror(kd->uffd_errno));
+		return buf;
+	}
+	if (!kd->uffd_wp_async)
+		return "the kernel lacks userfaultfd write-protect (UFFD_FEATURE_WP_ASYNC)";
+	if (!kd->uffd_wp_unpopulated)
+		return "the kernel lacks userfaultfd write-protect of unpopulated pages "
+		       "(UFFD_FEATURE_WP_UNPOPULATED)";
+	if (!kd->pagemap_scan)
+		return "the kernel lacks the PAGEMAP_SCAN ioctl (Linux 6.7+)";
+	return NULL;
+}
+
+static const struct dirty_backend *start(const struct dirty_backend *b, const char *mode, char *err,
+					 size_t errlen)
+{
+	int ret = b->init();
+
+	if (ret) {
+		snprintf(err, errlen, "STASIS_DIRTY=%s: the %s backend failed to start (%s)", mode,
+			 b->name, strerror(-ret));
+		return NULL;
+	}
+	pr_info("tracking dirty pages with %s", b->name);
+	return b;
+}
+
+const struct dirty_backend *dirty_select(const char *mode, char *err, size_t errlen)
+{
+	const struct dirty_kerndat *kd = dirty_kerndat();
+	const struct dirty_backend *b;
+	const char *why;
+	char buf[160];
+
+	if (errlen)
+		err[0] = '\0';
+	if (!mode || !*mode)
+		mode = "auto";
+
+	if (!strcmp(mode, "off"))
+		return NULL;
+	if (!strcmp(mode, "mprotect"))
+		return start(&dirty_mprotect_backend, mode, err, errlen);
+	if (!strcmp(mode, "uffd")) {
+		why = uffd_missing(kd, buf, sizeof(buf));
+		if (why) {
+			snprintf(err, errlen, "STASIS_DIRTY=uffd: %s", why);
+			return NULL;
+		}
+		return start(&dirty_uffd_backend, mode, err, errlen);
+	}
+	if (!strcmp(mode, "auto")) {
+		why = uffd_missing(kd, buf, sizeof(buf));
+		if (!why) {
+			b = start(&dirty_uffd_backend, mode, err, errlen);
+			if (b)
+				return b;
+			pr_warn("%s; falling back to mprotect", err);
+			err[0] = '\0';
+		} else {
+			pr_info("not using uffd: %s", why);
+		}
+		return start(&dirty_mprotect_backend, mode, err, errlen);
+	}
+	snprintf(err, errlen,
+		 "STASIS_DIRTY=%s: unknown value (accepted: auto, uffd, mprotect, off)", mode);
+	return NULL;
+}
