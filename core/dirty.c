@@ -81,7 +81,7 @@ static const struct dirty_backend *start(const struct dirty_backend *b, const ch
 			 b->name, strerror(-ret));
 		return NULL;
 	}
-	pr_info("tracking dirty pages with %s", b->name);
+	pr_debug("tracking dirty pages with %s", b->name);
 	return b;
 }
 

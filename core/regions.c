@@ -1,0 +1,332 @@
+#define LOG_PREFIX "regions: "
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arena.h"
+#include "format.h"
+#include "log.h"
+#include "regions.h"
+
+#define MAX_OBJECTS 128
+#define MAX_SEGS 4
+#define MAX_EXCLUSIONS 256
+#define PAGE_DOWN(x) ((x) & ~(uintptr_t)(STASIS_PAGE - 1))
+#define PAGE_UP(x) PAGE_DOWN((x) + STASIS_PAGE - 1)
+
+struct object {
+	char name[256]; /* basename; "" for the executable */
+	uintptr_t base;
+	const ElfW(Dyn) *dynamic;
+	struct span text[MAX_SEGS], data[MAX_SEGS];
+	int ntext, ndata;
+	bool runtime;
+	bool libc;
+};
+
+/* Filled once by regions_init() before MPI_Init and only read afterwards
+ * (malloc reads them on every call, without a lock). */
+static struct object objects[MAX_OBJECTS];
+static int nobjects;
+static struct span exclusions[MAX_EXCLUSIONS];
+static size_t nexclusions;
+static bool ready;
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+static int collect_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct object *o;
+	(void)size;
+	(void)data;
+
+	if (nobjects == MAX_OBJECTS)
+		return 1;
+	o = &objects[nobjects++];
+	memset(o, 0, sizeof(*o));
+	snprintf(o->name, sizeof(o->name), "%s", base_name(info->dlpi_name));
+	o->base = info->dlpi_addr;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t start = o->base + ph->p_vaddr;
+		struct span s = {PAGE_DOWN(start), PAGE_UP(start + ph->p_memsz)};
+
+		if (ph->p_type == PT_DYNAMIC)
+			o->dynamic = (const ElfW(Dyn) *)start;
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if ((ph->p_flags & PF_X) && o->ntext < MAX_SEGS)
+			o->text[o->ntext++] = s;
+		if ((ph->p_flags & PF_W) && o->ndata < MAX_SEGS)
+			o->data[o->ndata++] = s;
+	}
+	return 0;
+}
+
+/* ld.so relocates most d_ptr entries of the dynamic section in place; an
+ * entry still below the load base was left as a link-time address. */
+static uintptr_t dyn_ptr(const struct object *o, ElfW(Addr) p)
+{
+	return p < o->base ? o->base + p : p;
+}
+
+static uintptr_t dyn_lookup(const struct object *o, ElfW(Sxword) tag)
+{
+	for (const ElfW(Dyn) *d = o->dynamic; d && d->d_tag != DT_NULL; d++)
+		if (d->d_tag == tag)
+			return d->d_un.d_val;
+	return 0;
+}
+
+static struct object *find_by_name(const char *name)
+{
+	for (int i = 0; i < nobjects; i++)
+		if (!strcmp(objects[i].name, name))
+			return &objects[i];
+	return NULL;
+}
+
+/* Mark o and everything it needs (DT_NEEDED, transitively) as runtime. */
+static void mark_runtime(struct object *o)
+{
+	uintptr_t strtab;
+
+	if (o->runtime)
+		return;
+	o->runtime = true;
+	if (!o->dynamic)
+		return;
+	strtab = dyn_lookup(o, DT_STRTAB);
+	if (!strtab)
+		return;
+	strtab = dyn_ptr(o, strtab);
+	for (const ElfW(Dyn) *d = o->dynamic; d->d_tag != DT_NULL; d++) {
+		struct object *dep;
+
+		if (d->d_tag != DT_NEEDED)
+			continue;
+		dep = find_by_name((const char *)strtab + d->d_un.d_val);
+		if (dep)
+			mark_runtime(dep);
+	}
+}
+
+/* Copy relocations put MPI's predefined handles (ompi_mpi_comm_world,
+ * ompi_mpi_double, ...) and libc's stdout/stderr/environ into the
+ * executable's .bss (DESIGN.md fact 2): runtime bytes inside application
+ * data. */
+static void read_copy_relocations(const struct object *exe)
+{
+	uintptr_t rela = dyn_lookup(exe, DT_RELA), relasz = dyn_lookup(exe, DT_RELASZ);
+	uintptr_t symtab = dyn_lookup(exe, DT_SYMTAB);
+	const ElfW(Rela) *r;
+	const ElfW(Sym) *syms;
+
+	if (!rela || !symtab)
+		return;
+	r = (const ElfW(Rela) *)dyn_ptr(exe, rela);
+	syms = (const ElfW(Sym) *)dyn_ptr(exe, symtab);
+	for (size_t i = 0; i < relasz / sizeof(*r); i++) {
+		uintptr_t addr;
+
+		if (ELF64_R_TYPE(r[i].r_info) != R_X86_64_COPY)
+			continue;
+		if (nexclusions == MAX_EXCLUSIONS) {
+			pr_warn("more than %d copy relocations; the rest are saved", MAX_EXCLUSIONS);
+			return;
+		}
+		addr = exe->base + r[i].r_offset;
+		exclusions[nexclusions].start = addr;
+		exclusions[nexclusions].end = addr + syms[ELF64_R_SYM(r[i].r_info)].st_size;
+		nexclusions++;
+	}
+}
+
+static bool is_runtime_root(const struct object *o)
+{
+	static const char *const prefixes[] = {"ld-linux", "libc.so",  "libmpi",      "libopen-",
+					       "libpmix",  "liboshmem", "libompitrace", "libmca_",
+					       "linux-vdso", NULL};
+	for (const char *const *p = prefixes; *p; p++)
+		if (!strncmp(o->name, *p, strlen(*p)))
+			return true;
+	return false;
+}
+
+int regions_init(void)
+{
+	uintptr_t self = (uintptr_t)&regions_init;
+
+	if (ready)
+		return 0;
+	nobjects = 0;
+	dl_iterate_phdr(collect_object, NULL);
+	if (nobjects == 0)
+		return -ENOENT;
+	for (int i = 0; i < nobjects; i++) {
+		struct object *o = &objects[i];
+
+		o->libc = !strncmp(o->name, "libc.so", 7);
+		/* The MPI language bindings (libmpi_mpifh, libmpi_cxx) are runtime,
+		 * but what they need (libgfortran, libstdc++) serves the
+		 * application as well: only libmpi.so's own closure is runtime. */
+		if (!strncmp(o->name, "libmpi", 6) && strncmp(o->name, "libmpi.so", 9))
+			o->runtime = true;
+	}
+	for (int i = 0; i < nobjects; i++) {
+		struct object *o = &objects[i];
+		bool self_object = false;
+
+		for (int t = 0; t < o->ntext; t++)
+			if (self >= o->text[t].start && self < o->text[t].end)
+				self_object = true;
+		if (i > 0 && (self_object || (is_runtime_root(o) && !o->runtime) ||
+			      !strncmp(o->name, "libmpi.so", 9)))
+			mark_runtime(o);
+	}
+	objects[0].runtime = false; /* the executable */
+	read_copy_relocations(&objects[0]);
+	ready = true;
+	return 0;
+}
+
+bool regions_ready(void)
+{
+	return ready;
+}
+
+bool regions_app_code(uintptr_t pc)
+{
+	for (int i = 0; i < nobjects; i++) {
+		const struct object *o = &objects[i];
+
+		if (o->runtime && !o->libc)
+			continue;
+		for (int t = 0; t < o->ntext; t++)
+			if (pc >= o->text[t].start && pc < o->text[t].end)
+				return true;
+	}
+	return false;
+}
+
+/* Calls fn(start, end, perms, path) for each line of /proc/self/maps, read
+ * without malloc (this runs inside the checkpoint, and from tools). */
+static int for_each_mapping(void (*fn)(uintptr_t, uintptr_t, const char *, const char *, void *),
+			    void *arg)
+{
+	static char buf[1 << 16];
+	size_t have = 0;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		char *line = buf, *nl;
+
+		if (n < 0) {
+			close(fd);
+			return -errno;
+		}
+		have += n;
+		buf[have] = 0;
+		while ((nl = strchr(line, '\n'))) {
+			unsigned long start, end;
+			char perms[8] = "", path[512] = "";
+
+			*nl = 0;
+			if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %511[^\n]", &start, &end, perms,
+				   path) >= 3)
+				fn(start, end, perms, path, arg);
+			line = nl + 1;
+		}
+		have -= line - buf;
+		memmove(buf, line, have);
+		if (n == 0)
+			break;
+	}
+	close(fd);
+	return 0;
+}
+
+struct collect_ctx {
+	struct region *out;
+	int max, n;
+	uintptr_t stack_low, stack_top;
+};
+
+static void add_region(struct collect_ctx *c, uintptr_t start, uintptr_t end, uint32_t kind)
+{
+	if (start >= end)
+		return;
+	if (c->n > 0 && c->out[c->n - 1].end == start && c->out[c->n - 1].kind == kind) {
+		c->out[c->n - 1].end = end; /* .data followed by .bss */
+		return;
+	}
+	if (c->n < c->max)
+		c->out[c->n] = (struct region){start, end, kind};
+	c->n++;
+}
+
+static void collect_mapping(uintptr_t start, uintptr_t end, const char *perms, const char *path,
+			    void *arg)
+{
+	struct collect_ctx *c = arg;
+
+	if (!strcmp(path, "[stack]")) {
+		c->stack_top = end;
+		return;
+	}
+	if (perms[1] != 'w' || arena_contains((void *)start))
+		return;
+	for (int i = 0; i < nobjects; i++) {
+		const struct object *o = &objects[i];
+
+		if (o->runtime || o->libc)
+			continue;
+		for (int d = 0; d < o->ndata; d++) {
+			uintptr_t s = start > o->data[d].start ? start : o->data[d].start;
+			uintptr_t e = end < o->data[d].end ? end : o->data[d].end;
+
+			add_region(c, s, e, REGION_DATA);
+		}
+	}
+}
+
+int regions_collect(struct region *out, int max, uintptr_t stack_low)
+{
+	struct collect_ctx c = {out, max, 0, PAGE_DOWN(stack_low), 0};
+	int ret = for_each_mapping(collect_mapping, &c);
+
+	if (ret)
+		return ret;
+	if (arena_ready())
+		add_region(&c, STASIS_ARENA_BASE, STASIS_ARENA_BASE + arena_committed(),
+			   REGION_ARENA);
+	if (!c.stack_top || c.stack_low >= c.stack_top)
+		return -ENOENT;
+	add_region(&c, c.stack_low, c.stack_top, REGION_STACK);
+	return c.n > max ? -ENOSPC : c.n;
+}
+
+size_t regions_exclusions(const struct span **out)
+{
+	*out = exclusions;
+	return nexclusions;
+}
+
+void regions_print(void)
+{
+	for (int i = 0; i < nobjects; i++)
+		pr_debug("%-32s %s", i ? objects[i].name : "(executable)",
+			 objects[i].runtime ? "runtime" : "application");
+	pr_debug("%zu copy-relocated runtime objects in the executable", nexclusions);
+}

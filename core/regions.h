@@ -1,0 +1,44 @@
+/* The application image (DESIGN.md section 2): which memory a checkpoint
+ * saves. Loaded objects are split at start into the application (the
+ * executable and the libraries it brought that are not the runtime's) and
+ * the runtime (ld.so, libc, libstasis, libmpi and the closure of its
+ * dependencies, the MPI language bindings, and everything loaded later,
+ * e.g. MCA components dlopen()ed by MPI_Init). */
+#ifndef STASIS_REGIONS_H
+#define STASIS_REGIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct region {
+	uintptr_t start, end; /* page aligned */
+	uint32_t kind;        /* enum region_kind (format.h) */
+};
+
+struct span {
+	uintptr_t start, end; /* byte granular */
+};
+
+/* Classify the objects loaded now and read the executable's copy
+ * relocations. Call once before MPI_Init. Returns 0 or -errno. */
+int regions_init(void);
+bool regions_ready(void);
+
+/* Whether code at pc allocates for the application: the executable, an
+ * application library, or libc (which serves the application too). */
+bool regions_app_code(uintptr_t pc);
+
+/* The application image now: writable pages of the application objects,
+ * the committed arena, and the main stack from stack_low (rounded down) to
+ * its top. Returns the count, or -ENOSPC if max is too small. */
+int regions_collect(struct region *out, int max, uintptr_t stack_low);
+
+/* Runtime objects inside application data that a restore must leave as
+ * they are: copy-relocated MPI (and libc) objects in the executable. */
+size_t regions_exclusions(const struct span **out);
+
+/* Names of the application libraries, for STASIS_VERBOSE=2. */
+void regions_print(void);
+
+#endif

@@ -1,0 +1,285 @@
+#define LOG_PREFIX ""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include "arena.h"
+#include "checkpoint.h"
+#include "image.h"
+#include "log.h"
+#include "regions.h"
+#include "restore.h"
+#include "session.h"
+
+#define MAX_IDS 4096
+#define TEMP_STACK_SIZE (1 << 20)
+
+enum verdict { USABLE = 0, UNUSABLE = 1, FATAL = 2 };
+
+#define MAX_CHAIN 256
+
+/* The chosen checkpoint's chain of images (newest first, back to a full
+ * one), loaded and verified; runtime globals because the jump runs on
+ * another stack. */
+struct loaded {
+	struct image *img;
+	void **staged;
+};
+static struct loaded chain[MAX_CHAIN];
+static int nchain;
+static struct saved_state target;
+static uint64_t target_id;
+static ucontext_t trampoline;
+static char temp_stack[TEMP_STACK_SIZE] __attribute__((aligned(64)));
+
+static uint64_t newest_committed_below(struct session *s, uint64_t below, uint64_t *max_any)
+{
+	static uint64_t ids[MAX_IDS];
+	int n = store_list(&s->store, ids, MAX_IDS);
+	struct commit_record rec;
+
+	if (n > 0 && max_any)
+		*max_any = ids[n - 1];
+	for (int i = n - 1; i >= 0; i--)
+		if (ids[i] < below && store_read_commit(&s->store, ids[i], &rec, NULL, 0) == 0)
+			return ids[i];
+	return 0;
+}
+
+static uint64_t allreduce_max(struct session *s, uint64_t v)
+{
+	uint64_t out;
+	PMPI_Allreduce(&v, &out, 1, MPI_UINT64_T, MPI_MAX, s->comm);
+	return out;
+}
+
+static void unload(void)
+{
+	for (int c = 0; c < nchain; c++) {
+		struct loaded *l = &chain[c];
+
+		for (size_t i = 0; l->staged && i < image_header(l->img)->nregions; i++)
+			if (l->staged[i])
+				munmap(l->staged[i], image_regions(l->img)[i].stored_bytes ?: 1);
+		free(l->staged);
+		if (l->img)
+			image_close(l->img);
+		*l = (struct loaded){0};
+	}
+	nchain = 0;
+}
+
+/* Open image id of this rank, check that it belongs to this run, and read
+ * and verify every region into staging memory. */
+static enum verdict load_image(struct session *s, uint64_t id, struct loaded *l, char *why,
+			       size_t len)
+{
+	char path[4200];
+	const struct image_header *h;
+	const struct region_record *r;
+
+	store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));
+	if (image_open(path, &l->img, why, len))
+		return UNUSABLE;
+	h = image_header(l->img);
+	if (h->nranks != (uint32_t)s->size) {
+		snprintf(why, len, "checkpoint %llu was taken with %u ranks, this run has %d",
+			 (unsigned long long)id, h->nranks, s->size);
+		return FATAL;
+	}
+	if (h->exe_hash != s->exe_hash) {
+		snprintf(why, len,
+			 "checkpoint %llu was taken by a different executable than /proc/self/exe "
+			 "(%s)",
+			 (unsigned long long)id, s->job);
+		return FATAL;
+	}
+	if (h->rank != (uint32_t)s->rank || h->ckpt_id != id ||
+	    h->state_size != sizeof(struct saved_state)) {
+		snprintf(why, len, "%s: header does not describe rank %d, checkpoint %llu", path,
+			 s->rank, (unsigned long long)id);
+		return UNUSABLE;
+	}
+	r = image_regions(l->img);
+	l->staged = calloc(h->nregions, sizeof(*l->staged));
+	if (!l->staged) {
+		snprintf(why, len, "out of memory loading %s", path);
+		return UNUSABLE;
+	}
+	for (size_t i = 0; i < h->nregions; i++) {
+		void *p = mmap(NULL, r[i].stored_bytes ?: 1, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED) {
+			snprintf(why, len, "out of memory loading %s", path);
+			return UNUSABLE;
+		}
+		l->staged[i] = p;
+		if (image_read_region(l->img, i, p, why, len))
+			return UNUSABLE;
+	}
+	return USABLE;
+}
+
+/* Load checkpoint id: its image and its parents' back to a full one. */
+static enum verdict load(struct session *s, uint64_t id, char *why, size_t len)
+{
+	uint64_t next = id;
+	enum verdict v;
+
+	while (next) {
+		if (nchain == MAX_CHAIN) {
+			snprintf(why, len, "checkpoint %llu: chain of more than %d images",
+				 (unsigned long long)id, MAX_CHAIN);
+			return UNUSABLE;
+		}
+		v = load_image(s, next, &chain[nchain++], why, len);
+		if (v != USABLE)
+			return v;
+		next = image_header(chain[nchain - 1].img)->parent_id;
+		if (next >= image_header(chain[nchain - 1].img)->ckpt_id) {
+			snprintf(why, len, "checkpoint %llu: parent %llu is not older",
+				 (unsigned long long)id, (unsigned long long)next);
+			return UNUSABLE;
+		}
+	}
+	memcpy(&target, image_header(chain[0].img)->state, sizeof(target));
+	return USABLE;
+}
+
+/* Copy len bytes to dst, leaving the copy-relocated runtime objects of the
+ * executable as the new runtime made them (DESIGN.md fact 2). MPI's own
+ * threads may read them meanwhile, so they are never written, not even
+ * briefly. */
+static void copy_around_exclusions(uintptr_t dst, const char *src, size_t len)
+{
+	const struct span *ex;
+	size_t nex = regions_exclusions(&ex);
+	uintptr_t pos = dst, end = dst + len;
+
+	while (pos < end) {
+		const struct span *first = NULL;
+
+		/* The first exclusion that overlaps [pos, end), if any. */
+		for (size_t i = 0; i < nex; i++)
+			if (ex[i].end > pos && ex[i].start < end &&
+			    (!first || ex[i].start < first->start))
+				first = &ex[i];
+		if (!first) {
+			memcpy((void *)pos, src + (pos - dst), end - pos);
+			return;
+		}
+		if (first->start > pos)
+			memcpy((void *)pos, src + (pos - dst), first->start - pos);
+		pos = first->end;
+	}
+}
+
+static void apply_region(const struct region_record *r, const char *data)
+{
+	const uint64_t *bitmap;
+	size_t pages = r->length / STASIS_PAGE, offset;
+
+	if (!(r->flags & REGION_PARTIAL)) {
+		copy_around_exclusions(r->addr, data, r->length);
+		return;
+	}
+	bitmap = (const uint64_t *)data;
+	offset = image_bitmap_bytes(r->length);
+	for (size_t p = 0; p < pages; p++) {
+		if (!(bitmap[p / 64] >> (p % 64) & 1))
+			continue;
+		copy_around_exclusions(r->addr + p * STASIS_PAGE, data + offset, STASIS_PAGE);
+		offset += STASIS_PAGE;
+	}
+}
+
+/* Runs on temp_stack: the main stack is part of what it overwrites. */
+static void jump_into_image(void)
+{
+	/* The full image first, then each increment on top of it. */
+	for (int c = nchain - 1; c >= 0; c--) {
+		const struct region_record *r = image_regions(chain[c].img);
+
+		for (size_t i = 0; i < image_header(chain[c].img)->nregions; i++)
+			apply_region(&r[i], chain[c].staged[i]);
+	}
+	stasis_depth = target.depth;
+	checkpoint_prepare_resume(target_id);
+	/* Frames restored from the image carry the old process's stack canary;
+	 * the main thread adopts it (threads keep their own copies). */
+	__asm__ volatile("mov %0, %%fs:0x28" : : "r"(target.canary) : "memory");
+	target.context.uc_mcontext.fpregs = &target.context.__fpregs_mem;
+	setcontext(&target.context);
+	abort(); /* setcontext returns only on error */
+}
+
+/* Report why on the lowest rank whose verdict is v (one line in all). */
+static void report_lowest(struct session *s, bool mine, const char *why)
+{
+	int me = mine ? s->rank : s->size, lowest;
+
+	PMPI_Allreduce(&me, &lowest, 1, MPI_INT, MPI_MIN, s->comm);
+	if (lowest == s->rank)
+		pr_err("%s", why);
+}
+
+int restore_latest(struct session *s)
+{
+	char why[8192] = "";
+	uint64_t max_any = 0, cand;
+	int v, worst;
+
+	cand = allreduce_max(s, newest_committed_below(s, UINT64_MAX, &max_any));
+	s->next_id = allreduce_max(s, max_any) + 1;
+	if (!cand) {
+		if (s->rank == 0)
+			pr_err("no complete checkpoint of '%s' in %s (STASIS_DIR) to restart from",
+			       s->job, s->cfg.dir);
+		return -ENOENT;
+	}
+	for (; cand; cand = allreduce_max(s, newest_committed_below(s, cand, NULL))) {
+		why[0] = 0;
+		v = load(s, cand, why, sizeof(why));
+		PMPI_Allreduce(&v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
+		if (worst == USABLE)
+			break;
+		unload();
+		if (worst == FATAL) {
+			report_lowest(s, v == FATAL, why);
+			return -EINVAL;
+		}
+		if (v == UNUSABLE)
+			pr_warn("checkpoint %llu cannot be used: %s", (unsigned long long)cand, why);
+	}
+	if (!cand) {
+		if (s->rank == 0)
+			pr_err("no usable checkpoint of '%s' in %s: every complete one is damaged "
+			       "(see the warnings above)",
+			       s->job, s->cfg.dir);
+		return -EBADMSG;
+	}
+
+	target_id = cand;
+	for (int c = 0; c < nchain; c++) {
+		for (size_t i = 0; i < image_header(chain[c].img)->nregions; i++) {
+			const struct region_record *r = &image_regions(chain[c].img)[i];
+
+			if (r->kind == REGION_ARENA &&
+			    arena_commit_to(r->addr + r->length - STASIS_ARENA_BASE)) {
+				pr_err("cannot map the application arena for checkpoint %llu",
+				       (unsigned long long)cand);
+				return -ENOMEM;
+			}
+		}
+	}
+	getcontext(&trampoline);
+	trampoline.uc_stack.ss_sp = temp_stack;
+	trampoline.uc_stack.ss_size = sizeof(temp_stack);
+	trampoline.uc_link = NULL;
+	makecontext(&trampoline, jump_into_image, 0);
+	setcontext(&trampoline);
+	return -EFAULT;
+}

@@ -1,0 +1,189 @@
+#define LOG_PREFIX ""
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "dirty.h"
+#include "image.h"
+#include "log.h"
+#include "redset.h"
+#include "restore.h"
+#include "safepoint.h"
+#include "session.h"
+
+bool stasis_active;
+__thread int stasis_depth;
+static __thread signed char main_thread = -1;
+
+static struct session session;
+static bool initialized;
+/* Kept outside the session: a feature may be used before MPI_Init. */
+static const char *blocked_by;
+
+bool stasis_on_main_thread(void)
+{
+	if (main_thread < 0)
+		main_thread = syscall(SYS_gettid) == getpid();
+	return main_thread;
+}
+
+void *stasis_next_symbol(const char *name)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+
+	if (!p)
+		pr_err("cannot find the real %s: %s", name, dlerror());
+	return p;
+}
+
+struct session *session_get(void)
+{
+	return initialized ? &session : NULL;
+}
+
+void session_unsupported(const char *feature)
+{
+	if (blocked_by)
+		return;
+	blocked_by = feature;
+	session.blocked_by = feature;
+	if (stasis_active)
+		pr_warn("%s: the program uses state stasis cannot restore yet; checkpoints are "
+			"skipped from now on, the run goes on",
+			feature);
+}
+
+/* The restore overwrites the main stack, where argv and environ live: the
+ * runtime must only ever see copies (DESIGN.md section 2). */
+static char **copy_strings(char **v, int n)
+{
+	char **copy = malloc((n + 1) * sizeof(*copy));
+
+	if (!copy)
+		return v;
+	for (int i = 0; i < n; i++)
+		copy[i] = strdup(v[i]) ?: v[i];
+	copy[n] = NULL;
+	return copy;
+}
+
+void session_before_init(int **argc, char ****argv)
+{
+	static int argc_copy;
+	static char **argv_copy;
+	static int *argc_copy_p = &argc_copy;
+	static char ***argv_copy_p = &argv_copy;
+	extern char **environ;
+	const char *restart = getenv("STASIS_RESTART");
+	int n = 0;
+
+	if (!stasis_active || !restart || strcmp(restart, "1"))
+		return;
+	while (environ[n])
+		n++;
+	environ = copy_strings(environ, n);
+	if (argc && *argc && argv && *argv && **argv) {
+		argc_copy = **argc;
+		argv_copy = copy_strings(**argv, argc_copy);
+		*argc = argc_copy_p;
+		*argv = argv_copy_p;
+	}
+}
+
+/* A setting or a restart failed at MPI_Init: the cause was printed on one
+ * rank; every rank stops the same way. */
+static void __attribute__((noreturn)) stop_run(void)
+{
+	PMPI_Finalize();
+	exit(1);
+}
+
+static void job_key(char *out, size_t len)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	const char *base;
+
+	exe[n > 0 ? n : 0] = 0;
+	base = strrchr(exe, '/');
+	snprintf(out, len, "%.255s", base ? base + 1 : (n > 0 ? exe : "program"));
+}
+
+void session_after_init(int required, int provided)
+{
+	struct session *s = &session;
+	struct redset_params rp;
+	char err[1024] = "";
+	int ret;
+
+	if (!stasis_active || initialized)
+		return;
+	PMPI_Comm_rank(MPI_COMM_WORLD, &s->rank);
+	PMPI_Comm_size(MPI_COMM_WORLD, &s->size);
+	stasis_log_rank = s->rank;
+	if (config_load(&s->cfg, err, sizeof(err))) {
+		if (s->rank == 0)
+			pr_err("%s", err);
+		stop_run();
+	}
+	stasis_log_verbosity = s->cfg.verbose;
+	if (s->rank == 0)
+		config_print(&s->cfg);
+	if (required == MPI_THREAD_MULTIPLE || provided == MPI_THREAD_MULTIPLE)
+		session_unsupported("MPI_THREAD_MULTIPLE");
+	s->blocked_by = blocked_by;
+	PMPI_Comm_dup(MPI_COMM_WORLD, &s->comm);
+	job_key(s->job, sizeof(s->job));
+	if (file_crc64("/proc/self/exe", &s->exe_hash))
+		pr_warn("cannot read /proc/self/exe to identify the executable");
+
+	s->dirty = dirty_select(s->cfg.dirty, err, sizeof(err));
+	ret = !s->dirty && err[0] ? -EINVAL : 0;
+	if (!ret && s->rank == 0)
+		pr_info("dirty-page tracking: %s (STASIS_DIRTY=%s)",
+			s->dirty ? s->dirty->name : "off", s->cfg.dirty);
+	if (!ret)
+		ret = redset_domain(MPI_COMM_WORLD, s->cfg.failure_domain, &s->node, err, sizeof(err));
+	if (!ret)
+		ret = store_open(&s->store, s->cfg.dir, s->node, s->rank, s->job, true, err,
+				 sizeof(err));
+	if (!ret && strcmp(s->cfg.scheme, "single")) {
+		rp = (struct redset_params){s->cfg.scheme, s->cfg.set_size, s->cfg.rs_k,
+					    s->cfg.replicas};
+		ret = redset_create(MPI_COMM_WORLD, s->node, &rp, &s->redset, err, sizeof(err));
+	}
+	PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	if (ret) {
+		if (err[0])
+			pr_err("%s", err);
+		stop_run();
+	}
+	s->next_id = 1;
+	s->enabled = true;
+	initialized = true;
+	if (safepoint_start(s, err, sizeof(err))) {
+		pr_err("%s", err);
+		stop_run();
+	}
+	if (s->cfg.restart) {
+		restore_latest(s); /* returns only on failure, cause printed */
+		stop_run();
+	}
+}
+
+void session_finalize(void)
+{
+	if (!initialized)
+		return;
+	safepoint_stop();
+	session.enabled = false;
+	if (session.redset)
+		redset_free(session.redset);
+	session.redset = NULL;
+	PMPI_Comm_free(&session.comm);
+	initialized = false;
+}

@@ -1,0 +1,143 @@
+#define LOG_PREFIX "tracking: "
+#include <string.h>
+#include <sys/mman.h>
+
+#include "dirty.h"
+#include "format.h"
+#include "log.h"
+#include "session.h"
+#include "tracking.h"
+
+#define MAX_TRACKED 512
+
+/* Runtime state, fresh in every process: after a restart the first image
+ * is full and tracking starts from it. */
+static struct region tracked[MAX_TRACKED];
+static int ntracked;
+static struct region pending[MAX_TRACKED]; /* regions of the image being written */
+static int npending;
+static bool need_full = true;
+static int since_full;
+
+/* Bitmaps live in one mmap'ed pool, grown when needed: never in the
+ * application heap, which is what they describe. */
+static uint64_t *pool;
+static size_t pool_words;
+
+static uint64_t *bitmaps(size_t words)
+{
+	if (words > pool_words) {
+		size_t want = words * 2;
+		void *p = mmap(NULL, want * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+
+		if (p == MAP_FAILED)
+			return NULL;
+		if (pool)
+			munmap(pool, pool_words * 8);
+		pool = p;
+		pool_words = want;
+	}
+	memset(pool, 0, words * 8);
+	return pool;
+}
+
+static const struct region *find_tracked(uintptr_t start)
+{
+	for (int i = 0; i < ntracked; i++)
+		if (tracked[i].start == start)
+			return &tracked[i];
+	return NULL;
+}
+
+static size_t words_for(const struct region *r)
+{
+	return ((r->end - r->start) / STASIS_PAGE + 63) / 64;
+}
+
+bool tracking_prepare(struct session *s, const struct region *regions, int n,
+		      struct image_region *out)
+{
+	bool incremental = s->dirty && !need_full && since_full < s->cfg.full_every - 1;
+	size_t total = 0, used = 0;
+	uint64_t *words;
+
+	for (int i = 0; i < n; i++) {
+		out[i] = (struct image_region){regions[i].start, regions[i].end - regions[i].start,
+					       regions[i].kind, NULL};
+		total += words_for(&regions[i]);
+	}
+	npending = n < MAX_TRACKED ? n : MAX_TRACKED;
+	memcpy(pending, regions, npending * sizeof(*pending));
+	if (!s->dirty || ntracked == 0)
+		return false;
+	words = bitmaps(total);
+	if (!words) {
+		need_full = true;
+		return false;
+	}
+	/* Collect from every tracked region even for a full image: that
+	 * re-arms them, so that the next interval starts clean. */
+	for (int i = 0; i < n; i++) {
+		const struct region *r = &regions[i], *t = find_tracked(r->start);
+		uint64_t *bits = words + used;
+		uintptr_t end;
+
+		used += words_for(r);
+		if (r->kind == REGION_STACK || !t)
+			continue; /* saved whole */
+		end = t->end < r->end ? t->end : r->end;
+		if (s->dirty->collect(t->start, end - t->start, bits)) {
+			need_full = true;
+			incremental = false;
+			continue;
+		}
+		/* Pages the region grew by since it was tracked: all written. */
+		for (uintptr_t p = (end - r->start) / STASIS_PAGE;
+		     p < (r->end - r->start) / STASIS_PAGE; p++)
+			bits[p / 64] |= 1ULL << (p % 64);
+		out[i].dirty = bits;
+	}
+	if (!incremental)
+		for (int i = 0; i < n; i++)
+			out[i].dirty = NULL;
+	return incremental;
+}
+
+/* Start tracking the parts of the image's regions not tracked yet. */
+static void track_new(struct session *s)
+{
+	for (int i = 0; i < npending; i++) {
+		const struct region *r = &pending[i];
+		struct region *t = (struct region *)find_tracked(r->start);
+		uintptr_t from = t ? t->end : r->start;
+
+		if (r->kind == REGION_STACK || from >= r->end)
+			continue;
+		if (!t && ntracked == MAX_TRACKED)
+			continue;
+		if (s->dirty->track(from, r->end - from)) {
+			pr_warn("cannot track %#lx-%#lx: the next image is full",
+				(unsigned long)from, (unsigned long)r->end);
+			need_full = true;
+			continue;
+		}
+		if (!t)
+			tracked[ntracked++] = (struct region){r->start, r->end, r->kind};
+		else
+			t->end = r->end;
+	}
+}
+
+void tracking_committed(struct session *s, bool committed, bool incremental)
+{
+	if (!s->dirty)
+		return;
+	if (!committed) {
+		need_full = true;
+		return;
+	}
+	need_full = false;
+	since_full = incremental ? since_full + 1 : 0;
+	track_new(s);
+}

@@ -1,0 +1,28 @@
+/* Incremental checkpoints (DESIGN.md section 4): which pages of the
+ * application image changed since the last committed checkpoint. Built on a
+ * dirty-tracking backend (dirty.h); the main thread's stack is always saved
+ * whole, and regions that appeared or grew are saved whole. */
+#ifndef STASIS_TRACKING_H
+#define STASIS_TRACKING_H
+
+#include <stdbool.h>
+
+#include "image.h"
+#include "regions.h"
+
+struct session;
+
+/* For the image about to be written: fill out[0..n) from regions[0..n) and
+ * decide whether it can be incremental (a backend is on, tracking has been
+ * armed since a committed checkpoint, and fewer than STASIS_FULL_EVERY - 1
+ * incremental images follow the last full one). Collecting re-arms the
+ * tracked pages, so the next interval starts clean. Returns true for an
+ * incremental image. */
+bool tracking_prepare(struct session *s, const struct region *regions, int n,
+		      struct image_region *out);
+
+/* After the commit decision: on success start tracking what is not tracked
+ * yet; on failure forget what was collected (the next image is full). */
+void tracking_committed(struct session *s, bool committed, bool incremental);
+
+#endif

@@ -1,0 +1,171 @@
+#define LOG_PREFIX "traffic: "
+#include <stdlib.h>
+#include <string.h>
+
+#include "dirty.h"
+#include "log.h"
+#include "session.h"
+#include "traffic.h"
+
+/* Pending application requests: an open-addressing set keyed by handle
+ * (Open MPI handles are pointers). Only the main thread calls MPI while
+ * checkpoints are possible, so no lock. */
+struct slot {
+	MPI_Request req;
+	int kind; /* enum traffic_kind + 1; 0 = empty */
+};
+
+static struct slot *slots;
+static size_t nslots, nused;
+static int64_t sent, received;
+
+static size_t hash(MPI_Request r)
+{
+	uint64_t x = (uint64_t)(uintptr_t)r;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	return (size_t)(x ^ (x >> 33));
+}
+
+static int grow(void)
+{
+	size_t n = nslots ? nslots * 2 : 256;
+	struct slot *old = slots, *fresh = calloc(n, sizeof(*fresh));
+
+	if (!fresh)
+		return -ENOMEM;
+	slots = fresh;
+	for (size_t i = 0, oldn = nslots; i < oldn; i++) {
+		if (!old[i].kind)
+			continue;
+		size_t j = hash(old[i].req) & (n - 1);
+		while (fresh[j].kind)
+			j = (j + 1) & (n - 1);
+		fresh[j] = old[i];
+	}
+	nslots = n;
+	free(old);
+	return 0;
+}
+
+void traffic_sent(int peer)
+{
+	if (peer != MPI_PROC_NULL)
+		sent++;
+}
+
+void traffic_received(int peer)
+{
+	if (peer != MPI_PROC_NULL)
+		received++;
+}
+
+void traffic_track(MPI_Request req, enum traffic_kind kind)
+{
+	size_t i;
+
+	if (req == MPI_REQUEST_NULL)
+		return;
+	if ((nused + 1) * 2 > nslots && grow()) {
+		session_unsupported("more pending requests than memory to track them");
+		return;
+	}
+	i = hash(req) & (nslots - 1);
+	while (slots[i].kind && slots[i].req != req)
+		i = (i + 1) & (nslots - 1);
+	if (!slots[i].kind)
+		nused++;
+	slots[i] = (struct slot){req, (int)kind + 1};
+}
+
+/* Remove req from the set (backward-shift deletion keeps probes intact). */
+static void complete(MPI_Request req)
+{
+	size_t i, j;
+
+	if (!nslots || req == MPI_REQUEST_NULL)
+		return;
+	i = hash(req) & (nslots - 1);
+	while (slots[i].kind && slots[i].req != req)
+		i = (i + 1) & (nslots - 1);
+	if (!slots[i].kind)
+		return; /* not an application request we track */
+	if (slots[i].kind - 1 == TRAFFIC_RECV)
+		received++;
+	slots[i].kind = 0;
+	nused--;
+	for (j = (i + 1) & (nslots - 1); slots[j].kind; j = (j + 1) & (nslots - 1)) {
+		size_t home = hash(slots[j].req) & (nslots - 1);
+		/* Move j into the hole at i unless its home lies cyclically in (i, j]. */
+		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+			slots[i] = slots[j];
+			slots[j].kind = 0;
+			i = j;
+		}
+	}
+}
+
+static MPI_Request *snapshot_buffer(struct traffic_snapshot *s, int n)
+{
+	s->n = n > 0 ? n : 0;
+	s->reqs = s->n <= 16 ? s->small : malloc(sizeof(MPI_Request) * s->n);
+	if (!s->reqs)
+		s->n = 0;
+	return s->reqs;
+}
+
+static void snapshot_done(struct traffic_snapshot *s)
+{
+	if (s->reqs != s->small)
+		free(s->reqs);
+}
+
+void traffic_snapshot(struct traffic_snapshot *s, const MPI_Request *reqs, int n)
+{
+	if (snapshot_buffer(s, n) && s->n)
+		memcpy(s->reqs, reqs, sizeof(*reqs) * s->n);
+}
+
+void traffic_completed(struct traffic_snapshot *s, const MPI_Request *reqs, int n)
+{
+	for (int i = 0; i < s->n && i < n; i++)
+		if (s->reqs[i] != MPI_REQUEST_NULL && reqs[i] == MPI_REQUEST_NULL)
+			complete(s->reqs[i]);
+	snapshot_done(s);
+}
+
+void traffic_snapshot_f(struct traffic_snapshot *s, const MPI_Fint *reqs, int n)
+{
+	if (snapshot_buffer(s, n))
+		for (int i = 0; i < s->n; i++)
+			s->reqs[i] = PMPI_Request_f2c(reqs[i]);
+}
+
+void traffic_completed_f(struct traffic_snapshot *s, const MPI_Fint *reqs, int n)
+{
+	MPI_Fint null = PMPI_Request_c2f(MPI_REQUEST_NULL);
+
+	for (int i = 0; i < s->n && i < n; i++)
+		if (s->reqs[i] != MPI_REQUEST_NULL && reqs[i] == null)
+			complete(s->reqs[i]);
+	snapshot_done(s);
+}
+
+void traffic_recv_buffer(void *buf, int count, MPI_Datatype type)
+{
+	struct session *s = session_get();
+	MPI_Aint lb, extent;
+
+	if (!s || !s->dirty || !buf || buf == MPI_IN_PLACE || count <= 0)
+		return;
+	if (PMPI_Type_get_true_extent(type, &lb, &extent) != MPI_SUCCESS)
+		return;
+	if (PMPI_Type_get_extent(type, &lb, &extent) == MPI_SUCCESS)
+		s->dirty->prepare_write((char *)buf + lb, (size_t)extent * count);
+}
+
+void traffic_counts(int64_t *unmatched, int64_t *pending)
+{
+	*unmatched = sent - received;
+	*pending = (int64_t)nused;
+}

@@ -1,0 +1,79 @@
+/* What happens when libstasis.so is loaded: decide whether this process is
+ * an MPI rank to checkpoint, make sure its address layout is the fixed one,
+ * and reserve the application arena before anything else maps there. */
+#define LOG_PREFIX ""
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/personality.h>
+#include <unistd.h>
+
+#include "arena.h"
+#include "log.h"
+#include "regions.h"
+#include "session.h"
+
+/* The launcher, shells and tools the wrappers start get LD_PRELOAD too;
+ * only a process that is an MPI rank has one of these. */
+static bool is_mpi_rank(void)
+{
+	return getenv("OMPI_COMM_WORLD_RANK") || getenv("PMIX_RANK") || getenv("PMI_RANK");
+}
+
+/* A restart needs every library, the executable and the stack at the
+ * addresses of the first run (DESIGN.md fact 1). stasis-run turns
+ * randomisation off for the launcher; a rank started some other way (a
+ * remote launcher) re-executes itself with it off. */
+static void ensure_fixed_layout(void)
+{
+	static char cmdline[1 << 16];
+	char *argv[1024];
+	int persona = personality(0xffffffff), fd, argc = 0;
+	ssize_t n;
+
+	if (persona == -1 || (persona & ADDR_NO_RANDOMIZE))
+		return;
+	if (getenv("STASIS_REEXEC")) {
+		pr_warn("address randomisation is still on after re-executing: checkpoints "
+			"are off");
+		stasis_active = false;
+		return;
+	}
+	fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, cmdline, sizeof(cmdline) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0 || personality(persona | ADDR_NO_RANDOMIZE) == -1) {
+		pr_warn("cannot turn address randomisation off: checkpoints are off");
+		stasis_active = false;
+		return;
+	}
+	cmdline[n] = 0;
+	for (char *p = cmdline; p < cmdline + n && argc < 1023; p += strlen(p) + 1)
+		argv[argc++] = p;
+	argv[argc] = NULL;
+	setenv("STASIS_REEXEC", "1", 1);
+	execv("/proc/self/exe", argv);
+	pr_perror("cannot re-execute with address randomisation off");
+	stasis_active = false;
+}
+
+__attribute__((constructor)) static void stasis_load(void)
+{
+	int ret;
+
+	if (!is_mpi_rank())
+		return;
+	stasis_active = true;
+	ensure_fixed_layout();
+	if (!stasis_active)
+		return;
+	ret = arena_init();
+	if (!ret)
+		ret = regions_init();
+	if (ret) {
+		pr_warn("cannot reserve the application arena at %#lx: %s; checkpoints are off",
+			(unsigned long)STASIS_ARENA_BASE, strerror(-ret));
+		stasis_active = false;
+	}
+}

@@ -1,0 +1,84 @@
+/* MPI_Init, MPI_Init_thread and MPI_Finalize, for C and Fortran callers (a
+ * Fortran call does not go through the C function, DESIGN.md fact 4). */
+#include <mpi.h>
+
+#include "preload.h"
+
+
+EXPORT int MPI_Init(int *argc, char ***argv)
+{
+	int ret;
+
+	stasis_depth++;
+	session_before_init(&argc, &argv);
+	ret = PMPI_Init(argc, argv);
+	if (ret == MPI_SUCCESS)
+		session_after_init(MPI_THREAD_SINGLE, MPI_THREAD_SINGLE);
+	stasis_depth--;
+	return ret;
+}
+
+EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+	int ret;
+
+	stasis_depth++;
+	session_before_init(&argc, &argv);
+	ret = PMPI_Init_thread(argc, argv, required, provided);
+	if (ret == MPI_SUCCESS)
+		session_after_init(required, *provided);
+	stasis_depth--;
+	return ret;
+}
+
+EXPORT int MPI_Finalize(void)
+{
+	int ret;
+
+	stasis_depth++;
+	session_finalize();
+	ret = PMPI_Finalize();
+	stasis_depth--;
+	return ret;
+}
+
+EXPORT void mpi_init_(MPI_Fint *ierr)
+{
+	static void (*real)(MPI_Fint *);
+
+	stasis_depth++;
+	session_before_init(NULL, NULL);
+	if (!real)
+		real = (void (*)(MPI_Fint *))stasis_next_symbol("mpi_init_");
+	real(ierr);
+	if (*ierr == MPI_SUCCESS)
+		session_after_init(MPI_THREAD_SINGLE, MPI_THREAD_SINGLE);
+	stasis_depth--;
+}
+
+EXPORT void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
+{
+	static void (*real)(MPI_Fint *, MPI_Fint *, MPI_Fint *);
+
+	stasis_depth++;
+	session_before_init(NULL, NULL);
+	if (!real)
+		real = (void (*)(MPI_Fint *, MPI_Fint *, MPI_Fint *))stasis_next_symbol(
+			"mpi_init_thread_");
+	real(required, provided, ierr);
+	if (*ierr == MPI_SUCCESS)
+		session_after_init(*required, *provided);
+	stasis_depth--;
+}
+
+EXPORT void mpi_finalize_(MPI_Fint *ierr)
+{
+	static void (*real)(MPI_Fint *);
+
+	stasis_depth++;
+	session_finalize();
+	if (!real)
+		real = (void (*)(MPI_Fint *))stasis_next_symbol("mpi_finalize_");
+	real(ierr);
+	stasis_depth--;
+}
