@@ -78,7 +78,7 @@ int arena_commit_to(size_t length);
 int arena_prepare_restore(size_t length);
 int arena_finish_restore(void);
 
-/* Called (under the arena lock: it must not allocate from the arena) for
+/* Called (possibly under the arena lock: it must not use the arena) for
  * every range the allocator drops with madvise(MADV_DONTNEED): it reads back
  * as zero without having been written, which dirty-page tracking does not
  * see (dirty.h). arena_unmap() also resets the protection of the range it
@@ -90,13 +90,13 @@ void arena_set_discard_hook(arena_discard_fn fn);
  * *stats (may be NULL). Returns 0, or -EUCLEAN after logging the first
  * inconsistency. Slow: for tests and debugging. */
 struct arena_stats {
-	size_t committed;        /* bytes read-write from base */
-	size_t heap_bytes;       /* bytes below the bump pointer, metadata included */
-	size_t free_bytes;       /* bytes in free runs below the bump pointer */
-	size_t large_bytes;      /* bytes in large blocks (whole pages) */
-	size_t map_bytes;        /* bytes in arena_map() regions */
-	size_t slabs;            /* slabs (runs cut into small blocks) */
-	size_t small_live;       /* allocated small blocks */
+	size_t committed;	 /* bytes read-write from base */
+	size_t heap_bytes;	 /* bytes below the bump pointer, metadata included */
+	size_t free_bytes;	 /* bytes in free runs below the bump pointer */
+	size_t large_bytes;	 /* bytes in large blocks (whole pages) */
+	size_t map_bytes;	 /* bytes in arena_map() regions */
+	size_t slabs;		 /* slabs (runs cut into small blocks) */
+	size_t small_live;	 /* allocated small blocks */
 	size_t small_live_bytes; /* their usable bytes */
 };
 int arena_check(struct arena_stats *stats);

@@ -21,7 +21,9 @@
  * take no lock), so calling them from the handler is safe in practice
  * although POSIX does not list mprotect(). */
 #ifndef _GNU_SOURCE
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #endif
 #define LOG_PREFIX "dirty: "
 
