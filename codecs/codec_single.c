@@ -1,0 +1,81 @@
+/* single: no redundancy. The redundancy file holds only the set's records
+ * (names, sizes, crc64), so a restart can tell what it has; any lost member
+ * is beyond tolerance. */
+#include <errno.h>
+#include <stdio.h>
+
+#define LOG_PREFIX "redset: "
+#include "log.h"
+#include "redset_int.h"
+
+static int single_check(const struct redset_params *prm, int p, int *param, char *err,
+			size_t errlen)
+{
+	(void)prm;
+	(void)err;
+	(void)errlen;
+	(void)p;
+	*param = 0;
+	return 0;
+}
+
+static int single_tolerance(const struct redset *rs)
+{
+	(void)rs;
+	return 0;
+}
+
+static uint64_t single_chunk(const struct redset *rs, uint64_t max_logical)
+{
+	(void)rs;
+	(void)max_logical;
+	return 0;
+}
+
+static int single_nsections(const struct redset *rs)
+{
+	(void)rs;
+	return 0;
+}
+
+static uint64_t single_section_size(const struct redset *rs, const struct set_meta *m, int x,
+				    int sec)
+{
+	(void)rs;
+	(void)m;
+	(void)x;
+	(void)sec;
+	return 0;
+}
+
+/* A lost redundancy file is only metadata, which every valid one holds. */
+static bool single_feasible(const struct redset *rs, const bool *data_lost, const bool *red_lost)
+{
+	(void)red_lost;
+	for (int x = 0; x < rs->p; x++)
+		if (data_lost[x])
+			return false;
+	return true;
+}
+
+static int single_run(struct redset *rs, struct codec_io *io, const bool *data_lost,
+		      const bool *red_lost)
+{
+	(void)rs;
+	(void)io;
+	(void)data_lost;
+	(void)red_lost;
+	return 0;
+}
+
+const struct codec_ops codec_single_ops = {
+	.name = "single",
+	.id = 1,
+	.check = single_check,
+	.tolerance = single_tolerance,
+	.chunk = single_chunk,
+	.nsections = single_nsections,
+	.section_size = single_section_size,
+	.feasible = single_feasible,
+	.run = single_run,
+};

@@ -1,0 +1,95 @@
+/* xor: redset's ring reduce-scatter. The k = 1 case of the stripe layout
+ * (redset_int.h): each logical file is cut into p - 1 chunks, each member
+ * stores one parity chunk, the XOR of one chunk of every other member, and
+ * any one lost member is the XOR of everything the others hold. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <isa-l.h>
+
+#define LOG_PREFIX "redset: "
+#include "log.h"
+#include "redset_int.h"
+
+static int xor_prepare(int p, int k, struct stripe_plan *pl)
+{
+	(void)p;
+	(void)k;
+	/* All coefficients are 1: no tables. */
+	pl->tables = NULL;
+	return 0;
+}
+
+static void xor_contribute(const struct stripe_plan *pl, int vec_i, int len, unsigned char *src,
+			   unsigned char **acc)
+{
+	(void)pl;
+	(void)vec_i;
+	memcpy(acc[0], src, len);
+}
+
+const struct stripe_kernel stripe_kernel_xor = {
+	.direct = true,
+	.prepare = xor_prepare,
+	.contribute = xor_contribute,
+};
+
+static int xor_params(const struct redset_params *prm, int p, int *param, char *err, size_t errlen)
+{
+	(void)prm;
+	if (p < 2) {
+		snprintf(err, errlen, "scheme xor needs a set of at least 2 ranks, the set has %d", p);
+		return -EINVAL;
+	}
+	*param = 1;
+	return 0;
+}
+
+static int xor_tolerance(const struct redset *rs)
+{
+	(void)rs;
+	return 1;
+}
+
+static uint64_t xor_chunk(const struct redset *rs, uint64_t max_logical)
+{
+	return stripe_chunk(rs->p, 1, max_logical);
+}
+
+static int xor_nsections(const struct redset *rs)
+{
+	(void)rs;
+	return 1;
+}
+
+static uint64_t xor_section_size(const struct redset *rs, const struct set_meta *m, int x, int sec)
+{
+	(void)rs;
+	(void)x;
+	(void)sec;
+	return m->chunk;
+}
+
+static bool xor_feasible(const struct redset *rs, const bool *data_lost, const bool *red_lost)
+{
+	return stripe_feasible(rs->p, 1, data_lost, red_lost);
+}
+
+static int xor_run(struct redset *rs, struct codec_io *io, const bool *data_lost,
+		   const bool *red_lost)
+{
+	return stripe_ring_run(rs, io, 1, &stripe_kernel_xor, data_lost, red_lost);
+}
+
+const struct codec_ops codec_xor_ops = {
+	.name = "xor",
+	.id = 3,
+	.check = xor_params,
+	.tolerance = xor_tolerance,
+	.chunk = xor_chunk,
+	.nsections = xor_nsections,
+	.section_size = xor_section_size,
+	.feasible = xor_feasible,
+	.run = xor_run,
+};

@@ -1,0 +1,396 @@
+/* Redundancy sets end to end, under mpirun (-np 8, domain spec "2": four
+ * simulated nodes of two ranks, sets of 4). Each rank writes files of
+ * random sizes (0, odd, unequal) in <base>/node<n>/ and keeps a shadow
+ * copy; for each scheme it encodes, deletes the files of as many nodes as
+ * the scheme tolerates, rebuilds and compares byte for byte. Also: a
+ * corrupted byte in a file and in a redundancy file, a lost redundancy
+ * file next to lost files, one node more than tolerated (-EUCLEAN on every
+ * rank with the message, nothing deleted), and placement errors.
+ * Exit 0 pass, 1 fail, 77 skip. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "redset.h"
+
+#define MAXF 3
+
+static int rank, nranks, failures;
+static char base[256], dir[512];
+
+#define FAIL(...)                                                                                  \
+	do {                                                                                       \
+		fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__);                \
+		fprintf(stderr, __VA_ARGS__);                                                      \
+		fputc('\n', stderr);                                                               \
+		failures++;                                                                        \
+	} while (0)
+
+struct files {
+	int n;
+	char name[MAXF][64];
+	const char *names[MAXF];
+	unsigned char *data[MAXF];
+	size_t size[MAXF];
+	char red[64];
+};
+
+static unsigned long long rng;
+
+static unsigned long long next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static int write_file(const char *name, const void *buf, size_t len)
+{
+	char path[700];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || (len && write(fd, buf, len) != (ssize_t)len)) {
+		FAIL("write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* 1: present and equal to the shadow copy. */
+static int same_file(const char *name, const void *buf, size_t len)
+{
+	char path[700];
+	struct stat st;
+	unsigned char *got;
+	int fd, same;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) || (size_t)st.st_size != len || (st.st_mode & 0777) != 0600) {
+		close(fd);
+		return 0;
+	}
+	got = malloc(len + 1);
+	same = read(fd, got, len) == (ssize_t)len && !memcmp(got, buf, len);
+	free(got);
+	close(fd);
+	return same;
+}
+
+static bool exists(const char *name)
+{
+	char path[700];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return access(path, F_OK) == 0;
+}
+
+static void make_files(struct files *f, const char *tag)
+{
+	static const size_t special[] = {0, 1, 4095, 4097, 65536, 200003};
+
+	f->n = 1 + next() % MAXF;
+	for (int i = 0; i < f->n; i++) {
+		snprintf(f->name[i], sizeof(f->name[i]), "%s-f%d.r%d", tag, i, rank);
+		f->names[i] = f->name[i];
+		f->size[i] = next() % 3 ? next() % 300000 : special[next() % 6];
+		if (rank == 1 && i == 0)
+			f->size[i] = 0; /* a member whose first file is empty */
+		if (rank == 2)
+			f->size[i] = 1000003 + i; /* the largest logical file */
+		f->data[i] = malloc(f->size[i] + 1);
+		for (size_t j = 0; j < f->size[i]; j++)
+			f->data[i][j] = (unsigned char)next();
+		write_file(f->name[i], f->data[i], f->size[i]);
+	}
+	snprintf(f->red, sizeof(f->red), "%s.r%d.red", tag, rank);
+}
+
+static void free_files(struct files *f)
+{
+	for (int i = 0; i < f->n; i++)
+		free(f->data[i]);
+}
+
+static bool have_mine(const struct files *f)
+{
+	for (int i = 0; i < f->n; i++)
+		if (!same_file(f->name[i], f->data[i], f->size[i]))
+			return false;
+	return true;
+}
+
+static void delete_mine(const struct files *f)
+{
+	char path[700];
+
+	for (int i = 0; i < f->n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, f->name[i]);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, f->red);
+	unlink(path);
+}
+
+static void flip_byte(const char *name, off_t off)
+{
+	char path[700];
+	unsigned char c;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDWR);
+	if (fd < 0 || pread(fd, &c, 1, off) != 1) {
+		FAIL("flip %s", path);
+		return;
+	}
+	c ^= 0x40;
+	if (pwrite(fd, &c, 1, off) != 1)
+		FAIL("flip %s", path);
+	close(fd);
+}
+
+static int node_of(int r)
+{
+	return r / 2;
+}
+
+/* Nodes 1..n lost (node 0 last, when all four go). */
+static bool gone(int r, int n)
+{
+	int node = node_of(r);
+
+	return (node >= 1 && node <= n) || (node == 0 && n >= 4);
+}
+
+static int rebuild(struct redset *rs, const struct files *f, char *err, size_t errlen)
+{
+	err[0] = 0;
+	return redset_rebuild(rs, dir, f->red, have_mine(f), err, errlen);
+}
+
+static void expect_intact(const struct files *f, const char *what)
+{
+	if (!have_mine(f))
+		FAIL("%s: files differ from the shadow copy", what);
+	if (!exists(f->red))
+		FAIL("%s: redundancy file %s missing", what, f->red);
+}
+
+/* One scheme: encode, lose `lose` nodes, rebuild; extras on request. */
+static void run_scheme(const char *scheme, int k, int lose, bool extras)
+{
+	struct redset_params prm = {.scheme = scheme, .set_size = 4, .rs_k = k, .replicas = k};
+	struct redset *rs = NULL;
+	struct files f;
+	char tag[32], err[512], what[64];
+	int ret, domain;
+
+	snprintf(tag, sizeof(tag), "%s%d", scheme, k);
+	snprintf(what, sizeof(what), "%s k/R %d", scheme, k);
+	redset_domain(MPI_COMM_WORLD, "2", &domain, err, sizeof(err));
+	ret = redset_create(MPI_COMM_WORLD, domain, &prm, &rs, err, sizeof(err));
+	if (ret) {
+		FAIL("%s: create: %s", what, err);
+		return;
+	}
+	make_files(&f, tag);
+	MPI_Barrier(MPI_COMM_WORLD);
+	ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
+	if (ret)
+		FAIL("%s: encode %d: %s", what, ret, err);
+
+	/* nothing lost: a no-op */
+	ret = rebuild(rs, &f, err, sizeof(err));
+	if (ret)
+		FAIL("%s: rebuild with nothing lost: %d %s", what, ret, err);
+
+	/* lose nodes 1..lose */
+	if (lose > 0) {
+		MPI_Barrier(MPI_COMM_WORLD);
+		if (node_of(rank) >= 1 && node_of(rank) <= lose)
+			delete_mine(&f);
+		MPI_Barrier(MPI_COMM_WORLD);
+		ret = rebuild(rs, &f, err, sizeof(err));
+		if (ret)
+			FAIL("%s: rebuild of %d node(s): %d %s", what, lose, ret, err);
+		expect_intact(&f, what);
+		if (!rank)
+			printf("ok %-8s k/R %d: encode, lose %d node(s), rebuild, compare\n", scheme,
+			       k, lose);
+	}
+
+	if (extras) {
+		/* a flipped byte the caller did not notice, and one in a
+		 * redundancy file */
+		MPI_Barrier(MPI_COMM_WORLD);
+		if (rank == 3 && f.size[0] > 0)
+			flip_byte(f.name[0], f.size[0] / 2);
+		if (rank == 3 && f.size[0] == 0)
+			flip_byte(f.red, 5000);
+		if (rank == 4)
+			flip_byte(f.red, 4096 + 16);
+		MPI_Barrier(MPI_COMM_WORLD);
+		err[0] = 0;
+		ret = redset_rebuild(rs, dir, f.red, true, err, sizeof(err));
+		if (ret)
+			FAIL("%s: rebuild of corrupted bytes: %d %s", what, ret, err);
+		expect_intact(&f, "corrupted byte");
+
+		/* files of rank 2 and the redundancy file of rank 6, both in
+		 * set 0 (ranks 0,2,4,6) */
+		MPI_Barrier(MPI_COMM_WORLD);
+		if (rank == 2)
+			for (int i = 0; i < f.n; i++) {
+				char path[700];
+
+				snprintf(path, sizeof(path), "%s/%s", dir, f.name[i]);
+				unlink(path);
+			}
+		if (rank == 6) {
+			char path[700];
+
+			snprintf(path, sizeof(path), "%s/%s", dir, f.red);
+			unlink(path);
+		}
+		MPI_Barrier(MPI_COMM_WORLD);
+		ret = rebuild(rs, &f, err, sizeof(err));
+		/* set 1 (odd ranks) lost nothing */
+		if ((k >= 2 || rank % 2) && ret)
+			FAIL("%s: files of 2 + redundancy file of 6: %d %s", what, ret, err);
+		if (k < 2 && rank % 2 == 0 && ret != -EUCLEAN)
+			FAIL("%s: files of 2 + redundancy file of 6 want -EUCLEAN, got %d", what,
+			     ret);
+		if (k < 2 && rank == 0)
+			printf("   (lost files of 2 + redundancy file of 6: %s)\n", err);
+		if (k < 2) {
+			/* put the files back and encode again */
+			if (rank == 2)
+				for (int i = 0; i < f.n; i++)
+					write_file(f.name[i], f.data[i], f.size[i]);
+			MPI_Barrier(MPI_COMM_WORLD);
+			ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
+			if (ret)
+				FAIL("%s: re-encode: %d %s", what, ret, err);
+		} else {
+			expect_intact(&f, "files + redundancy file");
+		}
+		if (!rank)
+			printf("ok %-8s k/R %d: corrupted bytes, lost files + redundancy file\n",
+			       scheme, k);
+	}
+
+	/* one node more than tolerated: -EUCLEAN everywhere, nothing deleted */
+	MPI_Barrier(MPI_COMM_WORLD);
+	if (gone(rank, lose + 1))
+		delete_mine(&f);
+	MPI_Barrier(MPI_COMM_WORLD);
+	ret = rebuild(rs, &f, err, sizeof(err));
+	if (ret != -EUCLEAN)
+		FAIL("%s: %d node(s) lost: want -EUCLEAN, got %d (%s)", what, lose + 1, ret, err);
+	if (!strstr(err, "lost ranks") || !strstr(err, "tolerates"))
+		FAIL("%s: message '%s'", what, err);
+	if (!gone(rank, lose + 1))
+		expect_intact(&f, "beyond tolerance");
+	if (rank == 1)
+		printf("ok %-8s k/R %d: %d node(s) lost -> -EUCLEAN: %s\n", scheme, k, lose + 1,
+		       err);
+	fflush(stdout);
+	MPI_Barrier(MPI_COMM_WORLD);
+	free_files(&f);
+	redset_free(rs);
+}
+
+static void expect_create_error(const char *spec, const char *scheme, int set_size, int k,
+				const char *want)
+{
+	struct redset_params prm = {.scheme = scheme, .set_size = set_size, .rs_k = k, .replicas = k};
+	struct redset *rs = NULL;
+	char err[512] = "";
+	int domain = 0, ret;
+
+	ret = redset_domain(MPI_COMM_WORLD, spec, &domain, err, sizeof(err));
+	if (!ret)
+		ret = redset_create(MPI_COMM_WORLD, domain, &prm, &rs, err, sizeof(err));
+	if (ret != -EINVAL || !strstr(err, want))
+		FAIL("'%s' %s set %d k %d: got %d '%s', want -EINVAL '%s'", spec, scheme, set_size,
+		     k, ret, err, want);
+	else if (!rank)
+		printf("ok error: %s\n", err);
+	redset_free(rs);
+}
+
+int main(int argc, char **argv)
+{
+	int total;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+	if (nranks != 8) {
+		if (!rank)
+			fprintf(stderr, "SKIP: run with mpirun -np 8\n");
+		MPI_Finalize();
+		return 77;
+	}
+	rng = 0x9e3779b97f4a7c15ull * (rank + 1);
+	if (!rank) {
+		snprintf(base, sizeof(base), "%s/stasis-redset-XXXXXX",
+			 argc > 1 ? argv[1] : "/tmp");
+		if (!mkdtemp(base))
+			base[0] = 0;
+	}
+	MPI_Bcast(base, sizeof(base), MPI_CHAR, 0, MPI_COMM_WORLD);
+	if (!base[0]) {
+		MPI_Finalize();
+		return 1;
+	}
+	snprintf(dir, sizeof(dir), "%s/node%d", base, node_of(rank));
+	mkdir(dir, 0700);
+	MPI_Barrier(MPI_COMM_WORLD);
+
+	run_scheme("single", 0, 0, false);
+	run_scheme("partner", 1, 1, false);
+	run_scheme("partner", 2, 2, false);
+	run_scheme("xor", 1, 1, true);
+	run_scheme("rs", 1, 1, false);
+	run_scheme("rs", 2, 2, true);
+	run_scheme("rs", 3, 3, false);
+
+	expect_create_error("abc", "xor", 4, 1,
+			    "STASIS_FAILURE_DOMAIN: 'abc' is not 'host' or a positive integer");
+	expect_create_error("0", "xor", 4, 1, "is not 'host' or a positive integer");
+	expect_create_error("2", "xor", 8, 1, "needs 8 failure domains");
+	expect_create_error("host", "xor", 4, 1, "failure domains");
+	expect_create_error("1", "rs", 4, 253, "> 256");
+	expect_create_error("1", "rs", 4, 4, "at least 5 ranks");
+	expect_create_error("1", "partner", 4, 4, "STASIS_PARTNER_REPLICAS");
+	expect_create_error("1", "xor", 1, 1, "at least 2 ranks");
+	expect_create_error("1", "raid6", 4, 1, "unknown redundancy scheme");
+
+	MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	if (!rank && !total) {
+		char cmd[600];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+		if (system(cmd))
+			(void)0;
+	}
+	if (!rank)
+		printf("%s: %d failure(s)\n", total ? "FAIL" : "PASS", total);
+	MPI_Finalize();
+	return total ? 1 : 0;
+}
