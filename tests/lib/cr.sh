@@ -1,0 +1,461 @@
+# cr.sh: helpers for the checkpoint/restart tests (tests/cr/*.sh), in the
+# zdtm manner: run an MPI program uninterrupted, run it again under
+# stasis-run, SIGKILL every process of the job after some checkpoints,
+# restart it with stasis-restart and require the same output, bit for bit.
+#
+# Source it from a test script that uses `set -euo pipefail`, then call
+# cr_setup first. Exit status of a test: 0 pass, 1 fail, 77 skip.
+#
+# Environment:
+#   STASIS_BUILD     build root (meson passes it): tools/ and tests/apps/
+#   CR_STASIS_RUN, CR_STASIS_RESTART
+#                    override the tools (used to test the harness itself)
+#   CR_NP            ranks (default 4)
+#   CR_TIMEOUT       seconds to wait for a line or an exit (default 120)
+#   CR_KEEP_TMP=1    keep the temporary directory even on success
+#
+# Jobs are named; job NAME writes $CR_TMP/NAME.out and $CR_TMP/NAME.err.
+
+CR_NP=${CR_NP:-4}
+CR_TIMEOUT=${CR_TIMEOUT:-120}
+CR_TMP=
+CR_APP=
+CR_ARGS=()
+CR_JOBS=()           # names of started jobs, for the exit trap
+declare -gA CR_PID   # job name -> pid (also its session and process group id)
+declare -gA CR_STATUS # job name -> exit status once reaped
+
+# Default sizes: each runs ~4-6 s uninterrupted with 4 ranks on 2 cores.
+cr_default_args() {
+	case $1 in
+	heat) echo "768 6000" ;;
+	heat_f) echo "768 8000" ;;
+	state) echo "65536 5000" ;;
+	*) echo "" ;;
+	esac
+}
+
+cr_say() { printf '%s\n' "$*"; }
+cr_ok() { printf 'ok: %s\n' "$*"; }
+
+cr_fail() {
+	printf 'FAIL: %s\n' "$*"
+	exit 1
+}
+
+cr_skip() {
+	printf 'SKIP: %s\n' "$*"
+	exit 77
+}
+
+cr_pass() {
+	printf 'PASS: %s\n' "$*"
+	exit 0
+}
+
+# Show the tail of a job's stderr, the usual evidence of a failure.
+cr_show() {
+	local name=$1 f
+	for f in "$CR_TMP/$name.out" "$CR_TMP/$name.err"; do
+		[[ -s $f ]] || continue
+		printf -- '--- %s (last 25 lines)\n' "$f"
+		tail -n 25 "$f"
+	done
+	printf -- '---\n'
+}
+
+# The exit trap: no job may outlive the test, and the temporary directory
+# goes away only on success or skip (on failure it is the evidence).
+cr_cleanup() {
+	local status=$? name
+	trap - EXIT
+	for name in "${CR_JOBS[@]}"; do
+		if cr_alive "$name"; then cr_kill_quiet "$name" || true; fi
+	done
+	if [[ -n $CR_TMP && -d $CR_TMP ]]; then
+		if [[ ($status == 0 || $status == 77) && ${CR_KEEP_TMP:-0} != 1 ]]; then
+			rm -rf "$CR_TMP"
+		else
+			printf 'kept %s\n' "$CR_TMP"
+		fi
+	fi
+	exit "$status"
+}
+
+# cr_setup: check the tools, make the temporary directory, set the stasis
+# environment every test shares. Skips when stasis is not built yet.
+cr_setup() {
+	[[ -n ${STASIS_BUILD:-} ]] || cr_skip "STASIS_BUILD is not set"
+	CR_STASIS_RUN=${CR_STASIS_RUN:-$STASIS_BUILD/tools/stasis-run}
+	CR_STASIS_RESTART=${CR_STASIS_RESTART:-$STASIS_BUILD/tools/stasis-restart}
+	[[ -x $CR_STASIS_RUN ]] || cr_skip "$CR_STASIS_RUN is missing (stasis not built)"
+	[[ -x $CR_STASIS_RESTART ]] || cr_skip "$CR_STASIS_RESTART is missing (stasis not built)"
+	command -v mpirun >/dev/null || cr_skip "mpirun not found"
+
+	CR_TMP=$(mktemp -d "${TMPDIR:-/tmp}/stasis-cr.XXXXXX")
+	trap cr_cleanup EXIT
+	# Jobs run in sessions of their own, out of reach of a signal meson
+	# sends on timeout to the test's group: turn it into an exit, so the
+	# trap above kills them.
+	trap 'exit 143' TERM INT HUP
+	mkdir -p "$CR_TMP/ckpt" "$CR_TMP/tmp"
+
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	# Open MPI's session directory goes inside CR_TMP: a SIGKILLed mpirun
+	# cannot remove its own, and this way cleanup removes it.
+	export TMPDIR=$CR_TMP/tmp
+	export STASIS_DIR=$CR_TMP/ckpt
+	export STASIS_SCHEME=single
+	export STASIS_VERBOSE=1
+	export STASIS_INTERVAL=${STASIS_INTERVAL:-0.5}
+	unset STASIS_FAULT STASIS_KEEP
+	cr_say "temporary directory $CR_TMP, $CR_NP ranks, STASIS_INTERVAL=$STASIS_INTERVAL"
+}
+
+# cr_app NAME [ARGS...]: the program every later run uses. Without ARGS,
+# the default size for NAME.
+cr_app() {
+	local name=$1
+	shift
+	CR_APP=$STASIS_BUILD/tests/apps/$name
+	[[ $name == */* ]] && CR_APP=$name
+	[[ -x $CR_APP ]] || cr_fail "test program $CR_APP is missing"
+	if (($# > 0)); then
+		CR_ARGS=("$@")
+	else
+		read -r -a CR_ARGS <<<"$(cr_default_args "$(basename "$name")")"
+	fi
+	cr_say "program: $CR_APP ${CR_ARGS[*]}"
+}
+
+cr_mpirun() {
+	echo mpirun --oversubscribe -np "$CR_NP"
+}
+
+# --- jobs -----------------------------------------------------------------
+
+# cr_start NAME CMD...: start CMD in the background as the leader of a new
+# session and process group, stdin from /dev/null, stdout/stderr to files.
+# setsid does not fork here (a background child of a non-interactive shell
+# is no group leader), so $! is the session id. CR_JOB in the environment
+# marks every process of the job, including ranks that would leave the
+# session.
+cr_start() {
+	local name=$1
+	shift
+	: >"$CR_TMP/$name.out"
+	: >"$CR_TMP/$name.err"
+	setsid env CR_JOB="$CR_TMP/$name" "$@" </dev/null >"$CR_TMP/$name.out" 2>"$CR_TMP/$name.err" &
+	CR_PID[$name]=$!
+	CR_JOBS+=("$name")
+	unset "CR_STATUS[$name]"
+}
+
+# Fields of /proc/PID/stat after the command name: state ppid pgrp session.
+cr_proc_state() {
+	local stat
+	read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
+	printf '%s\n' "${stat##*) }"
+}
+
+# cr_alive NAME: the job's leader has not exited (zombies count as exited).
+# Once reaped, its pid may belong to someone else: never look again.
+cr_alive() {
+	local pid=${CR_PID[$1]} st
+	[[ -z ${CR_STATUS[$1]:-} ]] || return 1
+	st=$(cr_proc_state "$pid") || return 1
+	[[ ${st%% *} != Z ]]
+}
+
+# cr_job_pids NAME: live processes of the job: carrying its CR_JOB mark, or
+# in its session while the leader is unreaped (after that, the session id
+# is a pid the kernel may hand to an unrelated process).
+cr_job_pids() {
+	local name=$1 sid=${CR_PID[$1]} p pid st fields
+	[[ -z ${CR_STATUS[$name]:-} ]] || sid=none
+	for p in /proc/[0-9]*; do
+		pid=${p#/proc/}
+		[[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
+		st=$(cr_proc_state "$pid") || continue
+		read -r -a fields <<<"$st"
+		[[ ${fields[0]} == Z ]] && continue
+		if [[ ${fields[3]} == "$sid" ]] ||
+			grep -qzxF "CR_JOB=$CR_TMP/$name" "$p/environ" 2>/dev/null; then
+			echo "$pid"
+		fi
+	done
+}
+
+# cr_reap NAME: collect the leader's exit status into CR_STATUS[NAME].
+cr_reap() {
+	local name=$1 st=0
+	[[ -n ${CR_STATUS[$name]:-} ]] && return 0
+	wait "${CR_PID[$name]}" 2>/dev/null || st=$?
+	CR_STATUS[$name]=$st
+}
+
+# cr_kill_quiet NAME: SIGKILL every process of the job until none is left
+# (a process forked while the kill is under way is caught by the next
+# round). Returns 1 if some survived 10 s of trying.
+cr_kill_quiet() {
+	local name=$1 pid=${CR_PID[$1]} pids i fd
+	# bash reports "Killed" for a background job that dies of a signal when
+	# it reaps it; the kill is intended, so keep that out of the log.
+	exec {fd}>&2 2>/dev/null
+	# Open MPI puts every rank in a process group of its own, so killing
+	# the group of mpirun alone would leave the ranks running, orphaned.
+	# Find them all first and send one kill, so they die together.
+	pids=$(cr_job_pids "$name")
+	[[ -n ${CR_STATUS[$name]:-} ]] || pids="-$pid $pid $pids"
+	# shellcheck disable=SC2086
+	kill -9 -- $pids 2>/dev/null || true
+	for ((i = 0; i < 100; i++)); do
+		pids=$(cr_job_pids "$name")
+		[[ -z $pids ]] && break
+		# shellcheck disable=SC2086
+		kill -9 $pids 2>/dev/null || true
+		sleep 0.1
+	done
+	cr_reap "$name"
+	exec 2>&"$fd" {fd}>&-
+	[[ -z $(cr_job_pids "$name") ]]
+}
+
+# cr_kill NAME: the failure being simulated: SIGKILL the whole job at once.
+cr_kill() {
+	local name=$1
+	if ! cr_alive "$name"; then
+		cr_reap "$name"
+		cr_show "$name"
+		cr_fail "job $name exited (status ${CR_STATUS[$name]}) before it could be killed"
+	fi
+	cr_kill_quiet "$name" || cr_fail "processes of job $name survive SIGKILL: $(cr_job_pids "$name" | tr '\n' ' ')"
+	cr_ok "killed job $name with SIGKILL, no process left"
+}
+
+# cr_wait_exit NAME [TIMEOUT]: wait until the job ends; its status goes to
+# CR_STATUS[NAME]. On timeout the job is killed and the test fails.
+cr_wait_exit() {
+	local name=$1 timeout=${2:-$CR_TIMEOUT} deadline left
+	deadline=$((SECONDS + timeout))
+	while cr_alive "$name"; do
+		if ((SECONDS >= deadline)); then
+			cr_kill_quiet "$name" || true
+			cr_show "$name"
+			cr_fail "job $name still running after ${timeout}s"
+		fi
+		sleep 0.1
+	done
+	cr_reap "$name"
+	# mpirun is gone; nothing of the job may linger (a rank left behind
+	# would keep writing checkpoint files under a later job).
+	left=$(cr_job_pids "$name")
+	if [[ -n $left ]]; then
+		cr_kill_quiet "$name" || true
+		cr_fail "job $name exited but left processes behind: ${left//$'\n'/ }"
+	fi
+}
+
+# cr_wait_line NAME REGEX [TIMEOUT]: wait until the job's stderr has a line
+# matching REGEX (grep -E). Fails if the job exits first or on timeout.
+cr_wait_line() {
+	local name=$1 re=$2 timeout=${3:-$CR_TIMEOUT} deadline
+	deadline=$((SECONDS + timeout))
+	until grep -qE -- "$re" "$CR_TMP/$name.err"; do
+		if ! cr_alive "$name"; then
+			grep -qE -- "$re" "$CR_TMP/$name.err" && break
+			cr_reap "$name"
+			cr_show "$name"
+			cr_fail "job $name exited (status ${CR_STATUS[$name]}) before printing /$re/"
+		fi
+		if ((SECONDS >= deadline)); then
+			cr_show "$name"
+			cr_fail "job $name did not print /$re/ within ${timeout}s"
+		fi
+		sleep 0.05
+	done
+}
+
+CR_COMMIT_RE='stasis(\[[0-9]+\])?: checkpoint [0-9]+ committed'
+
+# cr_commits NAME: number of checkpoints the job has committed so far.
+cr_commits() {
+	grep -cE -- "$CR_COMMIT_RE" "$CR_TMP/$1.err" || true
+}
+
+# cr_last_commit NAME: id of the last checkpoint the job committed.
+cr_last_commit() {
+	grep -oE -- "$CR_COMMIT_RE" "$CR_TMP/$1.err" | tail -n 1 | sed -E 's/.*checkpoint ([0-9]+) committed/\1/'
+}
+
+# cr_wait_commits NAME N: wait until the job has committed N checkpoints.
+cr_wait_commits() {
+	local name=$1 n=$2 timeout=${3:-$CR_TIMEOUT} deadline
+	deadline=$((SECONDS + timeout))
+	while (($(cr_commits "$name") < n)); do
+		if ! cr_alive "$name"; then
+			(($(cr_commits "$name") >= n)) && break
+			cr_reap "$name"
+			cr_show "$name"
+			cr_fail "job $name exited (status ${CR_STATUS[$name]}) after $(cr_commits "$name") of $n checkpoints"
+		fi
+		if ((SECONDS >= deadline)); then
+			cr_show "$name"
+			cr_fail "job $name committed $(cr_commits "$name") of $n checkpoints in ${timeout}s"
+		fi
+		sleep 0.05
+	done
+	cr_ok "job $name committed $n checkpoint(s), last id $(cr_last_commit "$name")"
+}
+
+# --- the runs ---------------------------------------------------------------
+
+# cr_reference: the uninterrupted run without stasis, into ref.out.
+# CR_REF_MS is its duration in milliseconds.
+cr_reference() {
+	local t0
+	t0=$(date +%s%3N)
+	# shellcheck disable=SC2046
+	cr_start ref $(cr_mpirun) "$CR_APP" "${CR_ARGS[@]}"
+	cr_wait_exit ref
+	CR_REF_MS=$(($(date +%s%3N) - t0))
+	cr_expect_status ref 0
+	[[ -s $CR_TMP/ref.out ]] || cr_fail "uninterrupted run printed nothing"
+	cr_ok "uninterrupted run took $((CR_REF_MS / 1000)).$(printf '%03d' $((CR_REF_MS % 1000)))s: $(cat "$CR_TMP/ref.out")"
+}
+
+# cr_run NAME: start the program under stasis-run in the background.
+cr_run() {
+	# shellcheck disable=SC2046
+	cr_start "$1" "$CR_STASIS_RUN" $(cr_mpirun) "$CR_APP" "${CR_ARGS[@]}"
+}
+
+# cr_restart_bg NAME: start stasis-restart with the same command.
+cr_restart_bg() {
+	# shellcheck disable=SC2046
+	cr_start "$1" "$CR_STASIS_RESTART" $(cr_mpirun) "$CR_APP" "${CR_ARGS[@]}"
+}
+
+# cr_restart NAME: stasis-restart to completion; status in CR_STATUS[NAME].
+cr_restart() {
+	cr_restart_bg "$1"
+	cr_wait_exit "$1"
+}
+
+# cr_run_wait NAME: stasis-run to completion; status in CR_STATUS[NAME].
+cr_run_wait() {
+	cr_run "$1"
+	cr_wait_exit "$1"
+}
+
+# --- checks -----------------------------------------------------------------
+
+cr_expect_status() {
+	local name=$1 want=$2
+	if [[ ${CR_STATUS[$name]} != "$want" ]]; then
+		cr_show "$name"
+		cr_fail "job $name exited with status ${CR_STATUS[$name]}, expected $want"
+	fi
+}
+
+cr_expect_failure() {
+	local name=$1
+	if [[ ${CR_STATUS[$name]} == 0 ]]; then
+		cr_show "$name"
+		cr_fail "job $name succeeded but should have failed"
+	fi
+	cr_ok "job $name failed as expected (status ${CR_STATUS[$name]})"
+}
+
+# cr_expect_same NAME: the job's stdout equals the uninterrupted run's, byte
+# for byte.
+cr_expect_same() {
+	local name=$1
+	if ! cmp -s "$CR_TMP/ref.out" "$CR_TMP/$name.out"; then
+		diff -u "$CR_TMP/ref.out" "$CR_TMP/$name.out" || true
+		cr_show "$name"
+		cr_fail "output of job $name differs from the uninterrupted run"
+	fi
+	cr_ok "output of job $name is identical to the uninterrupted run"
+}
+
+# cr_expect_line NAME REGEX WHAT: the job's stderr has a matching line.
+cr_expect_line() {
+	local name=$1 re=$2 what=$3 line
+	line=$(grep -E -m 1 -- "$re" "$CR_TMP/$name.err") || {
+		cr_show "$name"
+		cr_fail "stderr of job $name has no line for $what (/$re/)"
+	}
+	cr_ok "$what: $line"
+}
+
+# cr_expect_line_ci: the same, case-insensitive.
+cr_expect_line_ci() {
+	local name=$1 re=$2 what=$3 line
+	line=$(grep -iE -m 1 -- "$re" "$CR_TMP/$name.err") || {
+		cr_show "$name"
+		cr_fail "stderr of job $name has no line for $what (/$re/, any case)"
+	}
+	cr_ok "$what: $line"
+}
+
+# --- checkpoint files -------------------------------------------------------
+
+# cr_snapshot FILE: every file under STASIS_DIR with its sha256, sorted.
+cr_snapshot() {
+	(cd "$STASIS_DIR" && find . -type f -exec sha256sum {} + | sort -k 2) >"$1"
+}
+
+# cr_expect_unchanged BEFORE: STASIS_DIR holds exactly the files of the
+# snapshot BEFORE, with the same contents: an error lost nothing.
+cr_expect_unchanged() {
+	local before=$1 after
+	after=$(mktemp "$CR_TMP/snapshot.XXXXXX")
+	cr_snapshot "$after"
+	if ! cmp -s "$before" "$after"; then
+		diff -u "$before" "$after" || true
+		cr_fail "checkpoint files changed (lost, added or modified) in $STASIS_DIR"
+	fi
+	cr_ok "no checkpoint file was lost or changed ($(wc -l <"$before") files)"
+}
+
+# cr_newest_complete: id of the newest checkpoint with a commit record.
+cr_newest_complete() {
+	find "$STASIS_DIR" -name 'ckpt-*.r*.done' -printf '%f\n' |
+		sed -E 's/^ckpt-([0-9]+)\.r.*/\1/' | sort -n | tail -n 1
+}
+
+# cr_ckpt_file ID RANK EXT: path of one checkpoint file, "" if absent.
+cr_ckpt_file() {
+	find "$STASIS_DIR" -name "ckpt-$1.r$2.$3" | head -n 1
+}
+
+# cr_prepare_checkpoints N: run under stasis, kill after N commits. Leaves
+# the checkpoint files for the error cases; sets CR_NEWEST.
+cr_prepare_checkpoints() {
+	local n=${1:-2}
+	cr_run prep
+	cr_wait_commits prep "$n"
+	cr_kill prep
+	CR_NEWEST=$(cr_newest_complete)
+	[[ -n $CR_NEWEST ]] || cr_fail "no commit record (ckpt-*.done) under $STASIS_DIR after $n commits"
+	cr_ok "newest complete checkpoint on disk: $CR_NEWEST"
+}
+
+# cr_expect_words NAME WHAT RE...: one line of the job's stderr matches every
+# extended regex RE (case-insensitive), e.g. stasis + STASIS_INTERVAL + abc.
+# Errors are one line naming the cause, so the words must share a line.
+cr_expect_words() {
+	local name=$1 what=$2 line
+	shift 2
+	# Through the environment, not -v, which would eat backslashes.
+	line=$(CR_RES=$(printf '%s\n' "$@") awk -v n=$# '
+		BEGIN { split(ENVIRON["CR_RES"], re, "\n") }
+		{ l = tolower($0); for (i = 1; i <= n; i++) if (l !~ tolower(re[i])) next; print; exit }
+	' "$CR_TMP/$name.err")
+	if [[ -z $line ]]; then
+		cr_show "$name"
+		cr_fail "stderr of job $name has no line with all of: $* ($what)"
+	fi
+	cr_ok "$what: $line"
+}
