@@ -7,6 +7,7 @@
 #include "checkpoint.h"
 #include "image.h"
 #include "log.h"
+#include "redset.h"
 #include "regions.h"
 #include "retention.h"
 #include "safepoint.h"
@@ -60,6 +61,9 @@ static int write_image(struct session *s, uint64_t id, bool *incremental, uint64
 		return n;
 	}
 	*incremental = tracking_prepare(s, regions, n, out) && s->last_id;
+	/* All ranks write the same kind, so that every chain, and the
+	 * redundancy of every image in it, exists on every rank. */
+	PMPI_Allreduce(MPI_IN_PLACE, incremental, 1, MPI_C_BOOL, MPI_LAND, s->comm);
 	if (!*incremental)
 		for (int i = 0; i < n; i++)
 			out[i].dirty = NULL;
@@ -74,6 +78,17 @@ static int write_image(struct session *s, uint64_t id, bool *incremental, uint64
 	memcpy(hdr.state, &captured, sizeof(captured));
 	store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));
 	return image_write(path, &hdr, out, n, bytes, err, errlen);
+}
+
+/* Collective over this rank's redundancy set. */
+static int encode(struct session *s, uint64_t id, char *err, size_t errlen)
+{
+	char image[64], red[64];
+	const char *names[] = {image};
+
+	store_name(s->rank, id, STORE_IMAGE, image, sizeof(image));
+	store_name(s->rank, id, STORE_REDUNDANCY, red, sizeof(red));
+	return redset_encode(s->redset, s->store.dir, names, 1, red, err, errlen);
 }
 
 int checkpoint_take(struct session *s)
@@ -105,12 +120,20 @@ int checkpoint_take(struct session *s)
 		return CHECKPOINT_RESUMED;
 	}
 
-	/* Phase 1: every rank writes and syncs its image. */
+	/* Phase 1: every rank writes and syncs its image, then its set's
+	 * redundancy data: a checkpoint is complete only with both. */
 	ret = write_image(s, id, &incremental, &bytes, err, sizeof(err));
 	ok = ret == 0;
 	if (!ok)
 		pr_err("checkpoint %llu: %s", (unsigned long long)id, err);
 	PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, s->comm);
+	if (all_ok && s->redset) {
+		ret = encode(s, id, err, sizeof(err));
+		ok = ret == 0;
+		if (!ok)
+			pr_err("checkpoint %llu: %s", (unsigned long long)id, err);
+		PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, s->comm);
+	}
 	tracking_committed(s, all_ok, incremental);
 	if (!all_ok) {
 		store_remove(&s->store, id);

@@ -113,6 +113,7 @@ int config_load(struct stasis_config *cfg, char *err, size_t errlen)
 		if (!one_of(v, schemes))
 			BAD("STASIS_SCHEME", v, "is not one of single, partner, xor, rs");
 		strcpy(cfg->scheme, v);
+		cfg->scheme_explicit = true;
 	}
 	if ((v = env("STASIS_SET_SIZE")) && parse_int(v, 1, 256, &cfg->set_size))
 		BAD("STASIS_SET_SIZE", v, "is not an integer from 1 to 256");

@@ -14,6 +14,7 @@ struct stasis_config {
 	double mtbf;              /* STASIS_MTBF seconds, for auto */
 	int keep;                 /* STASIS_KEEP >= 1 */
 	char scheme[16];          /* STASIS_SCHEME */
+	bool scheme_explicit;     /* STASIS_SCHEME was set, not defaulted */
 	int set_size;             /* STASIS_SET_SIZE */
 	int rs_k;                 /* STASIS_RS_K */
 	int replicas;             /* STASIS_PARTNER_REPLICAS */

@@ -9,6 +9,7 @@
 #include "checkpoint.h"
 #include "image.h"
 #include "log.h"
+#include "redset.h"
 #include "regions.h"
 #include "restore.h"
 #include "session.h"
@@ -206,6 +207,7 @@ static void jump_into_image(void)
 		for (size_t i = 0; i < image_header(chain[c].img)->nregions; i++)
 			apply_region(&r[i], chain[c].staged[i]);
 	}
+	arena_finish_restore();
 	stasis_depth = target.depth;
 	checkpoint_prepare_resume(target_id);
 	/* Frames restored from the image carry the old process's stack canary;
@@ -214,6 +216,52 @@ static void jump_into_image(void)
 	target.context.uc_mcontext.fpregs = &target.context.__fpregs_mem;
 	setcontext(&target.context);
 	abort(); /* setcontext returns only on error */
+}
+
+/* Before giving up on checkpoint id: rebuild, image by image down its
+ * chain, the files that some ranks lost or hold damaged, from the
+ * redundancy data of their sets. Collective; 0 when every image of the
+ * chain is whole again on every rank, else -EUCLEAN with why set (by the
+ * codec, naming the set, the lost ranks and the tolerance). */
+static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
+{
+	while (id) {
+		char path[4200], red[64];
+		struct image *img = NULL;
+		int have = 0, all_have, ok;
+		uint64_t parent = 0;
+
+		store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));
+		if (!image_open(path, &img, NULL, 0)) {
+			have = image_verify(img, NULL, 0) == 0;
+			parent = image_header(img)->parent_id;
+			image_close(img);
+		}
+		PMPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_LAND, s->comm);
+		if (!all_have) {
+			store_name(s->rank, id, STORE_REDUNDANCY, red, sizeof(red));
+			ok = redset_rebuild(s->redset, s->store.dir, red, have, why, len) == 0;
+			PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, s->comm);
+			if (!ok)
+				return -EUCLEAN;
+			if (!have && !image_open(path, &img, NULL, 0)) {
+				const struct image_header *h = image_header(img);
+				struct commit_record rec = {.ckpt_id = id, .parent_id = h->parent_id,
+							    .nranks = h->nranks};
+
+				parent = h->parent_id;
+				image_close(img);
+				/* Rebuilt files are as complete as the originals were. */
+				store_commit(&s->store, &rec, NULL, 0);
+			}
+			if (s->rank == 0)
+				pr_warn("checkpoint %llu: rebuilt lost or damaged images from the "
+					"%s redundancy of their sets",
+					(unsigned long long)id, s->cfg.scheme);
+		}
+		id = allreduce_max(s, parent);
+	}
+	return 0;
 }
 
 /* Report why on the lowest rank whose verdict is v (one line in all). */
@@ -228,7 +276,7 @@ static void report_lowest(struct session *s, bool mine, const char *why)
 
 int restore_latest(struct session *s)
 {
-	char why[8192] = "";
+	char why[8192] = "", newest_why[8192] = "";
 	uint64_t max_any = 0, cand;
 	int v, worst;
 
@@ -244,9 +292,21 @@ int restore_latest(struct session *s)
 		why[0] = 0;
 		v = load(s, cand, why, sizeof(why));
 		PMPI_Allreduce(&v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
+		if (worst == UNUSABLE && s->redset) {
+			unload();
+			if (rebuild_chain(s, cand, why, sizeof(why)) == 0) {
+				v = load(s, cand, why, sizeof(why));
+				PMPI_Allreduce(&v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
+			} else {
+				v = UNUSABLE;
+			}
+		}
 		if (worst == USABLE)
 			break;
 		unload();
+		if (!newest_why[0] && v != USABLE)
+			snprintf(newest_why, sizeof(newest_why), "checkpoint %llu: %s",
+				 (unsigned long long)cand, why);
 		if (worst == FATAL) {
 			report_lowest(s, v == FATAL, why);
 			return -EINVAL;
@@ -255,10 +315,11 @@ int restore_latest(struct session *s)
 			pr_warn("checkpoint %llu cannot be used: %s", (unsigned long long)cand, why);
 	}
 	if (!cand) {
-		if (s->rank == 0)
-			pr_err("no usable checkpoint of '%s' in %s: every complete one is damaged "
-			       "(see the warnings above)",
-			       s->job, s->cfg.dir);
+		char line[8400];
+
+		snprintf(line, sizeof(line), "no usable checkpoint to restart from: %s",
+			 newest_why);
+		report_lowest(s, newest_why[0], line);
 		return -EBADMSG;
 	}
 
@@ -268,7 +329,7 @@ int restore_latest(struct session *s)
 			const struct region_record *r = &image_regions(chain[c].img)[i];
 
 			if (r->kind == REGION_ARENA &&
-			    arena_commit_to(r->addr + r->length - STASIS_ARENA_BASE)) {
+			    arena_prepare_restore(r->addr + r->length - STASIS_ARENA_BASE)) {
 				pr_err("cannot map the application arena for checkpoint %llu",
 				       (unsigned long long)cand);
 				return -ENOMEM;

@@ -14,6 +14,7 @@
 #include "restore.h"
 #include "safepoint.h"
 #include "session.h"
+#include "tracking.h"
 
 bool stasis_active;
 __thread int stasis_depth;
@@ -155,6 +156,18 @@ void session_after_init(int required, int provided)
 		rp = (struct redset_params){s->cfg.scheme, s->cfg.set_size, s->cfg.rs_k,
 					    s->cfg.replicas};
 		ret = redset_create(MPI_COMM_WORLD, s->node, &rp, &s->redset, err, sizeof(err));
+		/* The default scheme on a machine it cannot protect (one node):
+		 * say so and go on unprotected; a scheme asked for is an error. */
+		if (ret && !s->cfg.scheme_explicit) {
+			if (s->rank == 0)
+				pr_warn("STASIS_SCHEME defaults to %s, which cannot be placed here "
+					"(%s): checkpoints are not protected against node loss",
+					s->cfg.scheme, err);
+			strcpy(s->cfg.scheme, "single");
+			s->redset = NULL;
+			err[0] = 0;
+			ret = 0;
+		}
 	}
 	PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
 	if (ret) {
@@ -162,6 +175,7 @@ void session_after_init(int required, int provided)
 			pr_err("%s", err);
 		stop_run();
 	}
+	tracking_start(s);
 	s->next_id = 1;
 	s->enabled = true;
 	initialized = true;

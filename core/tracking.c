@@ -2,6 +2,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "arena.h"
 #include "dirty.h"
 #include "format.h"
 #include "log.h"
@@ -18,6 +19,68 @@ static struct region pending[MAX_TRACKED]; /* regions of the image being written
 static int npending;
 static bool need_full = true;
 static int since_full;
+
+/* Arena pages dropped since the last image: one bit per page of the whole
+ * reservation, mapped NORESERVE so that only the used part costs memory. */
+static uint64_t *discarded;
+static const struct dirty_backend *backend;
+
+static void set_bits(uint64_t *bits, size_t first, size_t n, bool atomic)
+{
+	for (size_t p = first; p < first + n; p++) {
+		if (atomic)
+			__atomic_fetch_or(&bits[p / 64], 1ULL << (p % 64), __ATOMIC_RELAXED);
+		else
+			bits[p / 64] |= 1ULL << (p % 64);
+	}
+}
+
+/* The arena's discard hook: runs under the arena lock, so it only sets bits
+ * and lets the backend re-arm the range (arena_unmap made it writable). */
+static void on_discard(uintptr_t addr, size_t len)
+{
+	if (!arena_contains((void *)addr) || !len)
+		return;
+	set_bits(discarded, (addr - STASIS_ARENA_BASE) / STASIS_PAGE,
+		 (len + STASIS_PAGE - 1) / STASIS_PAGE, true);
+	backend->prepare_write((void *)addr, len);
+}
+
+void tracking_start(struct session *s)
+{
+	void *p;
+
+	if (!s->dirty)
+		return;
+	p = mmap(NULL, STASIS_ARENA_SIZE / STASIS_PAGE / 8, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		pr_warn("cannot map the discard bitmap: every image is full");
+		s->dirty = NULL;
+		return;
+	}
+	discarded = p;
+	backend = s->dirty;
+	arena_set_discard_hook(on_discard);
+}
+
+/* Move the discarded bits of the arena region r into its dirty bitmap. */
+static void take_discarded(const struct region *r, uint64_t *bits)
+{
+	size_t first = (r->start - STASIS_ARENA_BASE) / STASIS_PAGE;
+	size_t pages = (r->end - r->start) / STASIS_PAGE;
+
+	for (size_t p = 0; p < pages; p++) {
+		size_t q = first + p;
+
+		if (__atomic_load_n(&discarded[q / 64], __ATOMIC_RELAXED) >> (q % 64) & 1) {
+			if (bits)
+				bits[p / 64] |= 1ULL << (p % 64);
+			__atomic_fetch_and(&discarded[q / 64], ~(1ULL << (q % 64)),
+					   __ATOMIC_RELAXED);
+		}
+	}
+}
 
 /* Bitmaps live in one mmap'ed pool, grown when needed: never in the
  * application heap, which is what they describe. */
@@ -93,9 +156,9 @@ bool tracking_prepare(struct session *s, const struct region *regions, int n,
 			continue;
 		}
 		/* Pages the region grew by since it was tracked: all written. */
-		for (uintptr_t p = (end - r->start) / STASIS_PAGE;
-		     p < (r->end - r->start) / STASIS_PAGE; p++)
-			bits[p / 64] |= 1ULL << (p % 64);
+		set_bits(bits, (end - r->start) / STASIS_PAGE, (r->end - end) / STASIS_PAGE, false);
+		if (r->kind == REGION_ARENA)
+			take_discarded(r, bits);
 		out[i].dirty = bits;
 	}
 	if (!incremental)

@@ -12,6 +12,10 @@
 
 struct session;
 
+/* Start: pages the arena drops with madvise read back as zero without a
+ * write the backend could see; they are counted dirty from now on. */
+void tracking_start(struct session *s);
+
 /* For the image about to be written: fill out[0..n) from regions[0..n) and
  * decide whether it can be incremental (a backend is on, tracking has been
  * armed since a committed checkpoint, and fewer than STASIS_FULL_EVERY - 1
