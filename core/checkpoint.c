@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "checkpoint.h"
@@ -42,6 +43,28 @@ void checkpoint_prepare_resume(uint64_t id)
 	resuming = 1;
 }
 
+/* Test aid (STASIS_SHADOW_FULL=1): beside an incremental image, a full
+ * image of the same memory in <dir>/shadow/, so that a test can check that
+ * the chain restores exactly what a full checkpoint would have. */
+static void write_shadow(struct session *s, struct image_header *hdr,
+			 struct image_region *regions, int n)
+{
+	char path[4300], err[512];
+	struct image_header full = *hdr;
+
+	snprintf(path, sizeof(path), "%s/shadow", s->store.dir);
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return;
+	snprintf(path, sizeof(path), "%s/shadow/ckpt-%llu.r%d.img", s->store.dir,
+		 (unsigned long long)hdr->ckpt_id, s->rank);
+	for (int i = 0; i < n; i++)
+		regions[i].dirty = NULL;
+	full.kind = IMAGE_FULL;
+	full.parent_id = 0;
+	if (image_write(path, &full, regions, n, NULL, err, sizeof(err)))
+		pr_warn("shadow image: %s", err);
+}
+
 /* Write this rank's image of checkpoint id, incremental on top of the last
  * committed one when tracking allows. The stack is saved from just below
  * the captured stack pointer (the red zone included). */
@@ -53,7 +76,7 @@ static int write_image(struct session *s, uint64_t id, bool *incremental, uint64
 	struct image_header hdr;
 	char path[4200];
 	uintptr_t sp = (uintptr_t)captured.context.uc_mcontext.gregs[REG_RSP];
-	int n = regions_collect(regions, MAX_REGIONS, sp - 256);
+	int n = regions_collect(regions, MAX_REGIONS, sp - 256), ret;
 
 	*incremental = false;
 	if (n < 0) {
@@ -77,7 +100,10 @@ static int write_image(struct session *s, uint64_t id, bool *incremental, uint64
 	hdr.state_size = sizeof(captured);
 	memcpy(hdr.state, &captured, sizeof(captured));
 	store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));
-	return image_write(path, &hdr, out, n, bytes, err, errlen);
+	ret = image_write(path, &hdr, out, n, bytes, err, errlen);
+	if (!ret && *incremental && getenv("STASIS_SHADOW_FULL"))
+		write_shadow(s, &hdr, out, n);
+	return ret;
 }
 
 /* Collective over this rank's redundancy set. */
@@ -165,6 +191,14 @@ int checkpoint_take(struct session *s)
 	/* Each rank's chain is its own: "incremental" when any rank's was. */
 	any_incremental = incremental;
 	PMPI_Allreduce(MPI_IN_PLACE, &any_incremental, 1, MPI_INT, MPI_MAX, s->comm);
+	if (s->rank == 0 && s->cfg.verbose >= 2) {
+		double cms, cbytes;
+
+		tracking_last_collect(&cms, &cbytes);
+		fprintf(stderr, "stasis: checkpoint %llu: collected dirty pages of %.0f bytes in "
+				"%.3f ms (rank 0)\n",
+			(unsigned long long)id, cbytes, cms);
+	}
 	/* A line scripts read (README): keep its shape. */
 	if (s->rank == 0 && s->cfg.verbose >= 1)
 		fprintf(stderr, "stasis: checkpoint %llu committed: %s, %llu bytes, %.0f ms\n",

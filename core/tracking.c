@@ -1,6 +1,7 @@
 #define LOG_PREFIX "tracking: "
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "arena.h"
 #include "dirty.h"
@@ -19,6 +20,7 @@ static struct region pending[MAX_TRACKED]; /* regions of the image being written
 static int npending;
 static bool need_full = true;
 static int since_full;
+static double collect_ms, collect_bytes; /* of the last tracking_prepare */
 
 /* Arena pages dropped since the last image: one bit per page of the whole
  * reservation, mapped NORESERVE so that only the used part costs memory. */
@@ -124,7 +126,10 @@ bool tracking_prepare(struct session *s, const struct region *regions, int n,
 	bool incremental = s->dirty && !need_full && since_full < s->cfg.full_every - 1;
 	size_t total = 0, used = 0;
 	uint64_t *words;
+	struct timespec t0, t1;
+	int ret;
 
+	collect_ms = collect_bytes = 0;
 	for (int i = 0; i < n; i++) {
 		out[i] = (struct image_region){regions[i].start, regions[i].end - regions[i].start,
 					       regions[i].kind, NULL};
@@ -150,7 +155,12 @@ bool tracking_prepare(struct session *s, const struct region *regions, int n,
 		if (r->kind == REGION_STACK || !t)
 			continue; /* saved whole */
 		end = t->end < r->end ? t->end : r->end;
-		if (s->dirty->collect(t->start, end - t->start, bits)) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		ret = s->dirty->collect(t->start, end - t->start, bits);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		collect_ms += (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+		collect_bytes += end - t->start;
+		if (ret) {
 			need_full = true;
 			incremental = false;
 			continue;
@@ -203,4 +213,10 @@ void tracking_committed(struct session *s, bool committed, bool incremental)
 	need_full = false;
 	since_full = incremental ? since_full + 1 : 0;
 	track_new(s);
+}
+
+void tracking_last_collect(double *ms, double *bytes)
+{
+	*ms = collect_ms;
+	*bytes = collect_bytes;
 }
