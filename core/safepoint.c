@@ -17,8 +17,14 @@
 static struct session *sess;
 static volatile sig_atomic_t wanted; /* set by the timer or a request */
 static MPI_Request agreement = MPI_REQUEST_NULL;
-static int agree_in, agree_out;
+/* {checkpoint wanted, -(safe points until the next agreement)}, reduced
+ * with MAX: every rank learns whether any wants one, and the smallest
+ * spacing any proposed. */
+static int agree_in[2], agree_out[2];
 static uint64_t index_;
+static uint64_t next_agreement; /* safe point index of the next agreement */
+static uint64_t last_index;     /* of the previous agreement, and its time */
+static double last_time;
 static timer_t timer;
 static bool have_timer;
 static double last_cost; /* seconds, for STASIS_INTERVAL=auto */
@@ -124,25 +130,61 @@ static void try_checkpoint(const char *call)
 	arm_timer();
 }
 
+static double monotonic(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* How many safe points from now this rank proposes until the next
+ * agreement: about AGREE_PERIOD seconds (or a tenth of the interval) at the
+ * rate safe points came since the last one. A program that calls
+ * collectives every microsecond then pays for an agreement rarely; one that
+ * calls them every minute still gets one at each. */
+#define AGREE_PERIOD 0.05
+#define AGREE_MAX_SPACING 100000
+static int propose_spacing(void)
+{
+	double now = monotonic(), per = (now - last_time) / (double)(index_ - last_index + 1);
+	double target = next_interval() / 10;
+	double k;
+
+	if (target > AGREE_PERIOD)
+		target = AGREE_PERIOD;
+	k = last_time > 0 && per > 0 ? target / per : 1;
+	last_time = now;
+	last_index = index_;
+	return k < 1 ? 1 : k > AGREE_MAX_SPACING ? AGREE_MAX_SPACING : (int)k;
+}
+
 void safepoint_collective(MPI_Comm comm, const char *call)
 {
+	int spacing = 1;
+
 	if (!sess || !sess->enabled || comm != MPI_COMM_WORLD)
 		return;
-	index_++;
+	if (++index_ < next_agreement)
+		return; /* the common case: one increment and one compare */
 	if (agreement != MPI_REQUEST_NULL) {
 		PMPI_Wait(&agreement, MPI_STATUS_IGNORE);
-		if (agree_out)
+		spacing = -agree_out[1];
+		if (agree_out[0])
 			try_checkpoint(call);
 	}
-	/* Started here, completed at the next safe point: the agreement costs
-	 * no extra latency (DESIGN.md section 3). */
-	agree_in = wanted;
-	PMPI_Iallreduce(&agree_in, &agree_out, 1, MPI_INT, MPI_MAX, sess->comm, &agreement);
+	/* Started here, completed at a later safe point, the same one on every
+	 * rank: the agreement adds no latency (DESIGN.md section 3). */
+	agree_in[0] = wanted;
+	agree_in[1] = -propose_spacing();
+	PMPI_Iallreduce(agree_in, agree_out, 2, MPI_INT, MPI_MAX, sess->comm, &agreement);
+	next_agreement = index_ + spacing;
 }
 
 void safepoint_resumed(uint64_t index)
 {
 	index_ = index;
+	last_index = index;
+	last_time = 0;
 	wanted = 0;
 	agreement = MPI_REQUEST_NULL;
 	arm_timer();

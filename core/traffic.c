@@ -154,14 +154,18 @@ void traffic_completed_f(struct traffic_snapshot *s, const MPI_Fint *reqs, int n
 void traffic_recv_buffer(void *buf, int count, MPI_Datatype type)
 {
 	struct session *s = session_get();
-	MPI_Aint lb, extent;
+	MPI_Aint lb, extent, true_lb, true_extent;
 
-	if (!s || !s->dirty || !buf || buf == MPI_IN_PLACE || count <= 0)
+	/* Only the mprotect backend needs it: uffd sees the kernel's writes. */
+	if (!s || s->dirty != &dirty_mprotect_backend || !buf || buf == MPI_IN_PLACE ||
+	    count <= 0)
 		return;
-	if (PMPI_Type_get_true_extent(type, &lb, &extent) != MPI_SUCCESS)
+	if (PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
+	    PMPI_Type_get_true_extent(type, &true_lb, &true_extent) != MPI_SUCCESS)
 		return;
-	if (PMPI_Type_get_extent(type, &lb, &extent) == MPI_SUCCESS)
-		s->dirty->prepare_write((char *)buf + lb, (size_t)extent * count);
+	/* The bytes count elements of type can touch, gaps included. */
+	s->dirty->prepare_write((char *)buf + true_lb,
+				(size_t)true_extent + (size_t)extent * (count - 1));
 }
 
 void traffic_counts(int64_t *unmatched, int64_t *pending)
