@@ -152,6 +152,8 @@ void session_after_init(int required, int provided)
 	if (!ret)
 		ret = store_open(&s->store, s->cfg.dir, s->node, s->rank, s->job, true, err,
 				 sizeof(err));
+	if (!ret)
+		ret = store_lock(&s->store, err, sizeof(err));
 	if (!ret && strcmp(s->cfg.scheme, "single")) {
 		rp = (struct redset_params){s->cfg.scheme, s->cfg.set_size, s->cfg.rs_k,
 					    s->cfg.replicas};

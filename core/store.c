@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -488,4 +489,32 @@ int store_remove(const struct store *st, uint64_t id)
 			return ret;
 	}
 	return 0;
+}
+
+int store_lock(const struct store *st, char *err, size_t errlen)
+{
+	char path[sizeof(st->dir) + 32];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/lock.r%d", st->dir, st->rank);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		set_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		int e = errno;
+
+		close(fd);
+		if (e == EWOULDBLOCK) {
+			set_err(err, errlen,
+				"%s: another process of this job still runs as rank %d and "
+				"holds its checkpoints (a rank left over from a killed run?)",
+				st->dir, st->rank);
+			return -EBUSY;
+		}
+		set_err(err, errlen, "cannot lock %s: %s", path, strerror(e));
+		return -e;
+	}
+	return 0; /* fd stays open: the lock lasts as long as the process */
 }

@@ -26,6 +26,10 @@ struct store {
  * accessible by group/others. create == false only checks it exists. */
 int store_open(struct store *st, const char *pattern, int node, int rank, const char *job_key,
 	       bool create, char *err, size_t errlen);
+/* Hold this rank's place in the directory for the life of the process
+ * (flock on lock.r<rank>): a second job on the same checkpoints, such as a
+ * rank left over from a killed run, fails with -EBUSY and err set. */
+int store_lock(const struct store *st, char *err, size_t errlen);
 /* Expand the pattern only (for tools). */
 int store_expand(const char *pattern, int node, int rank, char *out, size_t outlen);
 
