@@ -21,18 +21,31 @@ static int xor_prepare(int p, int k, struct stripe_plan *pl)
 	return 0;
 }
 
-static void xor_contribute(const struct stripe_plan *pl, int vec_i, int len, unsigned char *src,
-			   unsigned char **acc)
+static void xor_term(const struct stripe_plan *pl, int vec_i, int len, unsigned char *src,
+		     unsigned char **rows)
 {
 	(void)pl;
 	(void)vec_i;
-	memcpy(acc[0], src, len);
+	memcpy(rows[0], src, len);
+}
+
+static void xor_fold(const struct stripe_plan *pl, int vec_i, int len, unsigned char *src,
+		     unsigned char **rows)
+{
+	void *v[3] = {src, rows[0], rows[0]};
+
+	(void)pl;
+	(void)vec_i;
+	/* xor_gen reads both sources of a block before writing it: the
+	 * destination may be a source. */
+	xor_gen(3, len, v);
 }
 
 const struct stripe_kernel stripe_kernel_xor = {
 	.direct = true,
 	.prepare = xor_prepare,
-	.contribute = xor_contribute,
+	.term = xor_term,
+	.fold = xor_fold,
 };
 
 static int xor_params(const struct redset_params *prm, int p, int *param, char *err, size_t errlen)

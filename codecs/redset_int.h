@@ -173,15 +173,19 @@ struct stripe_plan {
 	bool owns_tables;
 };
 
-/* The arithmetic of a scheme. contribute() overwrites the nerased rows of
- * acc (each len bytes, 64-byte aligned) with the terms of contributor vec_i
- * (source data src); the chain then sums the terms with xor_gen. direct:
- * the term is the data itself (xor), the engine reads into acc[0]. */
+/* The arithmetic of a scheme, on the nerased rows of a piece (each len
+ * bytes, 64-byte aligned) for contributor vec_i with source data src:
+ * term() overwrites the rows with the contributor's terms (a chain head),
+ * fold() adds them into the rows in place (the partial sum received from
+ * the predecessor). direct: the term is the data itself (xor); a head then
+ * sends src as it is and term() is a copy. */
 struct stripe_kernel {
 	bool direct;
 	int (*prepare)(int p, int k, struct stripe_plan *pl);
-	void (*contribute)(const struct stripe_plan *pl, int vec_i, int len, unsigned char *src,
-			   unsigned char **acc);
+	void (*term)(const struct stripe_plan *pl, int vec_i, int len, unsigned char *src,
+		     unsigned char **rows);
+	void (*fold)(const struct stripe_plan *pl, int vec_i, int len, unsigned char *src,
+		     unsigned char **rows);
 };
 
 extern const struct stripe_kernel stripe_kernel_xor, stripe_kernel_rs;

@@ -21,13 +21,15 @@ uint64_t stripe_chunk(int p, int k, uint64_t max_logical)
 
 size_t stripe_piece(int p, int k)
 {
-	/* A member has at most p stripe tasks in flight per piece, each with an
-	 * accumulator and a receive buffer of k rows: keep that near 4 MiB
-	 * (L2/L3) but no piece below 4 KiB or above 256 KiB. */
-	size_t b = ((size_t)4 << 20) / ((size_t)2 * p * k);
-	size_t piece = 4096;
+	/* A member has at most p tasks, each with RING_DEPTH (2) buffers of k
+	 * rows: keep that near 16 MiB, pieces between 64 KiB and 1 MiB. Every
+	 * piece costs a message (a rendezvous) per chain link; with ranks
+	 * sharing cores each hop may wait for a scheduling slot, so fewer,
+	 * larger pieces win over cache residency (256 KiB pieces ran slower). */
+	size_t b = ((size_t)16 << 20) / ((size_t)2 * p * k);
+	size_t piece = 64 * 1024;
 
-	while (piece * 2 <= b && piece < 256 * 1024)
+	while (piece * 2 <= b && piece < 1024 * 1024)
 		piece *= 2;
 	return piece;
 }

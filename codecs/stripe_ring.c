@@ -4,22 +4,49 @@
  * Per stripe the contributing members form a chain in ring order; each adds
  * its term to the partial sum received from its predecessor and passes it
  * on, and the last one scatters the rows to the members that lack them.
- * Every member works on up to p stripes at once, one piece (stripe_piece())
- * of the chunk at a time: all receives of the piece are posted first and
- * sends are non-blocking, so the dataflow cannot deadlock, and a member
- * computes its own terms while its predecessors' partial sums are in
- * flight, folding each in (xor_gen) as it arrives. With no loss every
- * member is in the middle of p - k chains at once and data flows left to
- * right around the ring, as in redset's reduce-scatter. */
+ * With no loss every member is in the middle of p - k chains at once and
+ * data flows left to right around the ring, as in redset's reduce-scatter.
+ *
+ * Each of this member's tasks (its part in one stripe) is a pipeline over
+ * the pieces (stripe_piece()) of the chunk with RING_DEPTH buffers: piece
+ * j + 1 is received while piece j is folded and sent on, and no member
+ * waits for the whole set to finish a piece before starting the next one
+ * (a per-piece barrier made every piece cost a full chain of scheduling
+ * hops when ranks share cores). Receives are posted as soon as a buffer is
+ * free, sends are non-blocking, and a task's pieces are sent on in order,
+ * so that messages of one link (same peers, same tag) match in order and
+ * the dataflow cannot deadlock: every chain ends in a sink, which frees its
+ * buffers on its own.
+ *
+ * The partial sum is folded in place (term added into the received rows by
+ * xor_gen or ec_encode_data_update), a chain head's term goes out straight
+ * from the source (xor) or is made by ec_encode_data into a buffer (rs),
+ * and source data is read through a read-only mapping of the member's
+ * files when it can be: no copy of the checkpoint into a bounce buffer. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <isa-l.h>
 
 #define LOG_PREFIX "redset: "
 #include "log.h"
 #include "redset_int.h"
+
+#define RING_DEPTH 2 /* pieces in flight per task */
+#define POLITE_MAX_NS 200000 /* longest sleep between polls when oversubscribed */
+
+enum { SLOT_FREE, SLOT_RECV, SLOT_READY, SLOT_SEND };
+
+struct slot {
+	int state;
+	uint64_t piece;
+	unsigned char *buf; /* nrows * piece bytes */
+};
 
 struct task {
 	int s;
@@ -29,8 +56,21 @@ struct task {
 	int pred;  /* set index of the predecessor, -1 none */
 	int succ;  /* set index of the successor, -1: scatter the rows */
 	int src;   /* sink: set index of the last contributor */
-	unsigned char *acc;
-	unsigned char *rbuf;
+	int nrows; /* rows received / sent: nerased, 1 for a sink */
+	uint64_t next_post; /* next piece to receive (head: to produce) */
+	uint64_t next_done; /* next piece to pass on / write, in order */
+	struct slot slot[RING_DEPTH];
+	MPI_Request *req; /* [RING_DEPTH][1 + k]: receive, then sends */
+};
+
+/* Read-only views of this member's source data: its files (data
+ * positions) and its redundancy sections (checksum positions). NULL where
+ * not mapped; reads then go through pread into a buffer. */
+struct srcmap {
+	int nfiles;
+	unsigned char **file;
+	uint64_t *start;
+	unsigned char **sec;
 };
 
 static void keep_err(struct codec_io *io, int ret)
@@ -39,21 +79,81 @@ static void keep_err(struct codec_io *io, int ret)
 		io->err = ret;
 }
 
-static void read_pos(struct codec_io *io, int d, int pos, uint64_t off, void *buf, size_t len)
+static void srcmap_open(struct codec_io *io, struct srcmap *sm, bool data, bool red)
+{
+	const struct lfile *lf = &io->lf;
+	uint64_t start = 0;
+
+	memset(sm, 0, sizeof(*sm));
+	sm->nfiles = lf->n;
+	sm->file = calloc(lf->n ? lf->n : 1, sizeof(*sm->file));
+	sm->start = calloc(lf->n ? lf->n : 1, sizeof(*sm->start));
+	sm->sec = calloc(io->nsec ? io->nsec : 1, sizeof(*sm->sec));
+	if (!sm->file || !sm->start || !sm->sec)
+		return; /* everything falls back to pread */
+	for (int i = 0; i < lf->n; start += lf->size[i], i++) {
+		void *a;
+
+		sm->start[i] = start;
+		if (!data || !lf->size[i] || lf->fd[i] < 0)
+			continue;
+		a = mmap(NULL, lf->size[i], PROT_READ, MAP_SHARED, lf->fd[i], 0);
+		sm->file[i] = a == MAP_FAILED ? NULL : a;
+	}
+	for (int i = 0; red && i < io->nsec; i++) {
+		void *a;
+
+		if (!io->sec[i].size || io->red_fd < 0)
+			continue;
+		a = mmap(NULL, io->sec[i].size, PROT_READ, MAP_SHARED, io->red_fd,
+			 (off_t)io->sec[i].offset);
+		sm->sec[i] = a == MAP_FAILED ? NULL : a;
+	}
+}
+
+static void srcmap_close(struct codec_io *io, struct srcmap *sm)
+{
+	for (int i = 0; sm->file && i < sm->nfiles; i++)
+		if (sm->file[i])
+			munmap(sm->file[i], io->lf.size[i]);
+	for (int i = 0; sm->sec && i < io->nsec; i++)
+		if (sm->sec[i])
+			munmap(sm->sec[i], io->sec[i].size);
+	free(sm->file);
+	free(sm->start);
+	free(sm->sec);
+}
+
+/* len bytes of position pos at offset off: a pointer into a mapping when
+ * the range lies in one mapped file (or section) and is 64-byte aligned
+ * (xor_gen wants 32), else read into buf. */
+static unsigned char *get_src(struct codec_io *io, const struct srcmap *sm, int d, int pos,
+			      uint64_t off, size_t len, unsigned char *buf)
 {
 	const uint64_t c = io->meta->chunk;
 	int ret;
 
-	if (pos < d)
-		ret = lf_read(&io->lf, (uint64_t)pos * c + off, buf, len);
-	else
+	if (pos < d) {
+		uint64_t lo = (uint64_t)pos * c + off;
+
+		for (int i = 0; sm->file && i < sm->nfiles; i++)
+			if (sm->file[i] && lo >= sm->start[i] &&
+			    lo + len <= sm->start[i] + io->lf.size[i] &&
+			    !((lo - sm->start[i]) & 63))
+				return sm->file[i] + (lo - sm->start[i]);
+		ret = lf_read(&io->lf, lo, buf, len);
+	} else {
+		if (sm->sec && sm->sec[pos - d] && off + len <= io->sec[pos - d].size)
+			return sm->sec[pos - d] + off;
 		ret = full_pread(io->red_fd, buf, len, io->sec[pos - d].offset + off);
+	}
 	if (ret) {
 		/* Keep the collective going with zeros; the error is reported
 		 * once everybody is done. */
 		keep_err(io, ret);
 		memset(buf, 0, len);
 	}
+	return buf;
 }
 
 static void write_pos(struct codec_io *io, int d, int pos, uint64_t off, const void *buf,
@@ -66,7 +166,7 @@ static void write_pos(struct codec_io *io, int d, int pos, uint64_t off, const v
 		keep_err(io, lf_write(&io->lf, (uint64_t)pos * c + off, buf, len));
 		return;
 	}
-	/* Pieces of a section arrive in offset order: its crc chains. */
+	/* Pieces of a section are written in offset order: its crc chains. */
 	sec = &io->sec[pos - d];
 	keep_err(io, full_pwrite(io->red_fd, buf, len, sec->offset + off));
 	sec->crc = crc64_ecma_refl(sec->crc, buf, len);
@@ -77,19 +177,22 @@ static int mpi_ret(int rc)
 	return rc == MPI_SUCCESS ? 0 : -EIO;
 }
 
-static int emit(struct redset *rs, int k, struct task *t, int len, MPI_Request *sreq, int *ns)
+/* Passes the rows of a piece on: to the successor, or scattered to the
+ * members whose positions are erased. */
+static int emit(struct redset *rs, int k, struct task *t, MPI_Request *sreq,
+		const unsigned char *rows, int len)
 {
 	const struct stripe_plan *pl = t->pl;
 	int ret = 0;
 
 	if (t->succ >= 0)
-		return mpi_ret(PMPI_Isend(t->acc, pl->nerased * len, MPI_BYTE, t->succ, t->s,
-					  rs->comm, &sreq[(*ns)++]));
+		return mpi_ret(PMPI_Isend(rows, pl->nerased * len, MPI_BYTE, t->succ, t->s,
+					  rs->comm, &sreq[0]));
 	for (int r = 0; r < pl->nerased && !ret; r++) {
 		int dest = stripe_member(rs->p, k, t->s, pl->erased[r]);
 
-		ret = mpi_ret(PMPI_Isend(t->acc + (size_t)r * len, len, MPI_BYTE, dest,
-					 rs->p + t->s, rs->comm, &sreq[(*ns)++]));
+		ret = mpi_ret(PMPI_Isend(rows + (size_t)r * len, len, MPI_BYTE, dest, rs->p + t->s,
+					 rs->comm, &sreq[r]));
 	}
 	return ret;
 }
@@ -131,10 +234,170 @@ static int make_tasks(const struct redset *rs, int k, const struct stripe_plan *
 			/* pass 0: chain heads; pass 1: the rest. */
 			if ((pass == 0) != (t.vec_i == 0))
 				continue;
+			t.nrows = t.vec_i >= 0 ? pl->nerased : 1;
 			tasks[n++] = t;
 		}
 	}
 	return n;
+}
+
+struct ring {
+	struct redset *rs;
+	struct codec_io *io;
+	const struct stripe_kernel *kern;
+	struct srcmap sm;
+	int k, d;
+	size_t piece;
+	uint64_t npieces;
+	unsigned char *scratch; /* a piece, for sources that are not mapped */
+	bool polite;
+};
+
+static int piece_len(const struct ring *rg, uint64_t j)
+{
+	uint64_t c = rg->io->meta->chunk, off = j * rg->piece;
+
+	return (int)(c - off < rg->piece ? c - off : rg->piece);
+}
+
+static void slot_rows(unsigned char *buf, int nrows, int len, unsigned char **rows)
+{
+	for (int r = 0; r < nrows; r++)
+		rows[r] = buf + (size_t)r * len;
+}
+
+/* A chain head makes its term of piece next_post and sends it. */
+static int head_produce(struct ring *rg, struct task *t)
+{
+	uint64_t j = t->next_post;
+	struct slot *sl = &t->slot[j % RING_DEPTH];
+	MPI_Request *sreq = t->req + (j % RING_DEPTH) * (1 + rg->k) + 1;
+	int len = piece_len(rg, j);
+	unsigned char *src, *rows[RED_MAX_SET];
+
+	if (rg->kern->direct) {
+		/* xor: the term is the data itself; it goes out from the
+		 * mapping, or from the slot's buffer when read. */
+		src = get_src(rg->io, &rg->sm, rg->d, t->pos, j * rg->piece, len, sl->buf);
+	} else {
+		src = get_src(rg->io, &rg->sm, rg->d, t->pos, j * rg->piece, len, rg->scratch);
+		slot_rows(sl->buf, t->nrows, len, rows);
+		rg->kern->term(t->pl, t->vec_i, len, src, rows);
+		src = sl->buf;
+	}
+	sl->piece = j;
+	sl->state = SLOT_SEND;
+	t->next_post++;
+	t->next_done++;
+	return emit(rg->rs, rg->k, t, sreq, src, len);
+}
+
+/* The partial sum of piece next_done arrived: add this member's term and
+ * pass it on, or (sink) write the rebuilt row. */
+static int pass_on(struct ring *rg, struct task *t)
+{
+	uint64_t j = t->next_done;
+	struct slot *sl = &t->slot[j % RING_DEPTH];
+	MPI_Request *sreq = t->req + (j % RING_DEPTH) * (1 + rg->k) + 1;
+	int len = piece_len(rg, j);
+	unsigned char *src, *rows[RED_MAX_SET];
+
+	t->next_done++;
+	if (t->vec_i < 0) {
+		write_pos(rg->io, rg->d, t->pos, j * rg->piece, sl->buf, len);
+		sl->state = SLOT_FREE;
+		return 0;
+	}
+	src = get_src(rg->io, &rg->sm, rg->d, t->pos, j * rg->piece, len, rg->scratch);
+	slot_rows(sl->buf, t->nrows, len, rows);
+	rg->kern->fold(t->pl, t->vec_i, len, src, rows);
+	sl->state = SLOT_SEND;
+	return emit(rg->rs, rg->k, t, sreq, sl->buf, len);
+}
+
+static bool sends_done(const struct ring *rg, const struct task *t, int w)
+{
+	const MPI_Request *sreq = t->req + w * (1 + rg->k) + 1;
+
+	for (int r = 0; r < rg->k; r++)
+		if (sreq[r] != MPI_REQUEST_NULL)
+			return false;
+	return true;
+}
+
+/* Advances a task as far as it goes without waiting; *busy: it still has
+ * work or requests outstanding. */
+static int advance(struct ring *rg, struct task *t, bool *busy)
+{
+	int ret = 0;
+
+	for (int w = 0; w < RING_DEPTH; w++)
+		if (t->slot[w].state == SLOT_SEND && sends_done(rg, t, w))
+			t->slot[w].state = SLOT_FREE;
+	if (t->pred < 0 && t->vec_i >= 0) {
+		while (!ret && t->next_post < rg->npieces &&
+		       t->slot[t->next_post % RING_DEPTH].state == SLOT_FREE)
+			ret = head_produce(rg, t);
+	} else {
+		while (!ret && t->next_done < rg->npieces &&
+		       t->slot[t->next_done % RING_DEPTH].state == SLOT_READY)
+			ret = pass_on(rg, t);
+		while (!ret && t->next_post < rg->npieces &&
+		       t->slot[t->next_post % RING_DEPTH].state == SLOT_FREE) {
+			uint64_t j = t->next_post++;
+			int w = j % RING_DEPTH, len = piece_len(rg, j);
+			struct slot *sl = &t->slot[w];
+
+			sl->piece = j;
+			sl->state = SLOT_RECV;
+			ret = mpi_ret(PMPI_Irecv(sl->buf, t->nrows * len, MPI_BYTE,
+						 t->vec_i >= 0 ? t->pred : t->src,
+						 t->vec_i >= 0 ? t->s : rg->rs->p + t->s,
+						 rg->rs->comm, &t->req[w * (1 + rg->k)]));
+		}
+	}
+	if (t->next_done < rg->npieces)
+		*busy = true;
+	for (int w = 0; w < RING_DEPTH; w++)
+		if (t->slot[w].state != SLOT_FREE)
+			*busy = true;
+	return ret;
+}
+
+/* Whether this node runs more ranks than it has cores, as far as Open MPI
+ * tells: it was asked to yield when idle (mpirun --mca mpi_yield_when_idle
+ * 1, what oversubscribed runs use), or its local rank count exceeds the
+ * online CPUs. Elsewhere: no, and waits spin as MPI does. */
+static bool oversubscribed(void)
+{
+	const char *y = getenv("OMPI_MCA_mpi_yield_when_idle");
+	const char *n = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (y && (!strcmp(y, "1") || !strcasecmp(y, "true")))
+		return true;
+	return n && cpus > 0 && atol(n) > cpus;
+}
+
+/* PMPI_Waitsome, politely when the node has more ranks than cores: the
+ * MPI progress loop spins (or sched_yield()s, which the scheduler hardly
+ * honours), taking the core from the very ranks this one waits for. Then
+ * poll with a short sleep that grows while nothing arrives. */
+static int wait_some(struct ring *rg, int n, MPI_Request *req, int *nout, int *idx)
+{
+	long ns = 2000;
+
+	if (!rg->polite)
+		return mpi_ret(PMPI_Waitsome(n, req, nout, idx, MPI_STATUSES_IGNORE));
+	for (;;) {
+		struct timespec ts = {0, ns};
+		int ret = mpi_ret(PMPI_Testsome(n, req, nout, idx, MPI_STATUSES_IGNORE));
+
+		if (ret || *nout)
+			return ret;
+		nanosleep(&ts, NULL);
+		ns = ns * 2 > POLITE_MAX_NS ? POLITE_MAX_NS : ns * 2;
+	}
 }
 
 /* Runs one encode or rebuild of the stripe scheme with k checksum positions
@@ -144,107 +407,81 @@ static int make_tasks(const struct redset *rs, int k, const struct stripe_plan *
 int stripe_ring_run(struct redset *rs, struct codec_io *io, int k, const struct stripe_kernel *kern,
 		    const bool *data_lost, const bool *red_lost)
 {
-	const int p = rs->p, d = p - k;
+	const int p = rs->p, nreq_task = RING_DEPTH * (1 + k);
 	const uint64_t c = io->meta->chunk;
-	const size_t piece = stripe_piece(p, k);
+	struct ring rg = {.rs = rs, .io = io, .kern = kern, .k = k, .d = p - k,
+			  .piece = stripe_piece(p, k)};
 	struct stripe_plan *plans = calloc(p, sizeof(*plans));
 	struct task *tasks = calloc(p, sizeof(*tasks));
-	MPI_Request *rreq = calloc(p, sizeof(*rreq));
-	MPI_Request *sreq = calloc((size_t)p * k + 1, sizeof(*sreq));
-	unsigned char *src = NULL, *rows[RED_MAX_SET];
+	MPI_Request *req = malloc(sizeof(*req) * (size_t)p * nreq_task);
+	int *idx = malloc(sizeof(int) * (size_t)p * nreq_task);
 	int ntasks = 0, ret;
 
-	if (!plans || !tasks || !rreq || !sreq) {
+	rg.polite = oversubscribed();
+	rg.npieces = (c + rg.piece - 1) / rg.piece;
+	srcmap_open(io, &rg.sm, !data_lost[rs->me], !red_lost[rs->me]);
+	if (!plans || !tasks || !req || !idx) {
 		ret = -ENOMEM;
 		goto out;
 	}
+	for (int i = 0; i < p * nreq_task; i++)
+		req[i] = MPI_REQUEST_NULL;
 	ret = stripe_plans_make(p, k, kern, data_lost, red_lost, plans);
 	if (ret)
 		goto out;
 	ntasks = make_tasks(rs, k, plans, tasks);
-	src = aligned_alloc(64, piece);
-	if (!src) {
+	rg.scratch = aligned_alloc(64, rg.piece);
+	if (!rg.scratch) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	for (int i = 0; i < ntasks; i++) {
 		struct task *t = &tasks[i];
-		size_t rows_bytes = (size_t)t->pl->nerased * piece;
 
-		t->acc = t->vec_i >= 0 ? aligned_alloc(64, rows_bytes) : NULL;
-		t->rbuf = t->pred >= 0 ? aligned_alloc(64, rows_bytes)
-					: t->vec_i < 0 ? aligned_alloc(64, piece) : NULL;
-		if ((t->vec_i >= 0 && !t->acc) || ((t->pred >= 0 || t->vec_i < 0) && !t->rbuf)) {
-			ret = -ENOMEM;
-			goto out;
+		t->req = req + (size_t)i * nreq_task;
+		for (int w = 0; w < RING_DEPTH; w++) {
+			t->slot[w].buf = aligned_alloc(64, (size_t)t->nrows * rg.piece);
+			if (!t->slot[w].buf) {
+				ret = -ENOMEM;
+				goto out;
+			}
 		}
 	}
 
-	for (uint64_t off = 0; off < c && !ret; off += piece) {
-		int len = (int)(c - off < piece ? c - off : piece);
-		int ns = 0, idx;
+	while (!ret) {
+		bool busy = false;
+		int nout;
 
-		for (int i = 0; i < ntasks && !ret; i++) {
-			struct task *t = &tasks[i];
-
-			rreq[i] = MPI_REQUEST_NULL;
-			if (t->pred >= 0)
-				ret = mpi_ret(PMPI_Irecv(t->rbuf, t->pl->nerased * len, MPI_BYTE,
-							 t->pred, t->s, rs->comm, &rreq[i]));
-			else if (t->vec_i < 0)
-				ret = mpi_ret(PMPI_Irecv(t->rbuf, len, MPI_BYTE, t->src, p + t->s,
-							 rs->comm, &rreq[i]));
+		for (int i = 0; i < ntasks && !ret; i++)
+			ret = advance(&rg, &tasks[i], &busy);
+		if (ret || !busy)
+			break;
+		ret = wait_some(&rg, ntasks * nreq_task, req, &nout, idx);
+		if (!ret && nout == MPI_UNDEFINED) {
+			/* busy but nothing outstanding: a broken plan */
+			pr_err("stripe exchange stalled");
+			ret = -EIO;
 		}
-		for (int i = 0; i < ntasks && !ret; i++) {
-			struct task *t = &tasks[i];
+		for (int n = 0; !ret && n < nout; n++) {
+			struct task *t = &tasks[idx[n] / nreq_task];
+			int w = idx[n] % nreq_task;
 
-			if (t->vec_i < 0)
-				continue;
-			if (kern->direct) {
-				read_pos(io, d, t->pos, off, t->acc, len);
-			} else {
-				for (int r = 0; r < t->pl->nerased; r++)
-					rows[r] = t->acc + (size_t)r * len;
-				read_pos(io, d, t->pos, off, src, len);
-				kern->contribute(t->pl, t->vec_i, len, src, rows);
-			}
-			if (t->pred < 0)
-				ret = emit(rs, k, t, len, sreq, &ns);
+			if (w % (1 + k) == 0)
+				t->slot[w / (1 + k)].state = SLOT_READY;
 		}
-		while (!ret) {
-			struct task *t;
-
-			ret = mpi_ret(PMPI_Waitany(ntasks, rreq, &idx, MPI_STATUS_IGNORE));
-			if (ret || idx == MPI_UNDEFINED)
-				break;
-			t = &tasks[idx];
-			if (t->vec_i < 0) {
-				write_pos(io, d, t->pos, off, t->rbuf, len);
-				continue;
-			}
-			for (int r = 0; r < t->pl->nerased; r++) {
-				void *v[3] = {t->acc + (size_t)r * len, t->rbuf + (size_t)r * len,
-					      t->acc + (size_t)r * len};
-
-				xor_gen(3, len, v);
-			}
-			ret = emit(rs, k, t, len, sreq, &ns);
-		}
-		if (!ret)
-			ret = mpi_ret(PMPI_Waitall(ns, sreq, MPI_STATUSES_IGNORE));
 	}
 out:
-	for (int i = 0; i < ntasks; i++) {
-		free(tasks[i].acc);
-		free(tasks[i].rbuf);
-	}
+	for (int i = 0; i < ntasks; i++)
+		for (int w = 0; w < RING_DEPTH; w++)
+			free(tasks[i].slot[w].buf);
 	if (plans)
 		stripe_plans_free(p, plans);
-	free(src);
+	srcmap_close(io, &rg.sm);
+	free(rg.scratch);
 	free(plans);
 	free(tasks);
-	free(rreq);
-	free(sreq);
+	free(req);
+	free(idx);
 	if (ret)
 		pr_err("stripe exchange failed: %s", strerror(-ret));
 	return ret;

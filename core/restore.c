@@ -264,20 +264,10 @@ static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
 	return 0;
 }
 
-/* Report why on the lowest rank whose verdict is v (one line in all). */
-static void report_lowest(struct session *s, bool mine, const char *why)
-{
-	int me = mine ? s->rank : s->size, lowest;
-
-	PMPI_Allreduce(&me, &lowest, 1, MPI_INT, MPI_MIN, s->comm);
-	if (lowest == s->rank)
-		pr_err("%s", why);
-}
-
 int restore_latest(struct session *s)
 {
 	char why[8192] = "", newest_why[8192] = "";
-	uint64_t max_any = 0, cand;
+	uint64_t max_any = 0, cand, why_at = 0;
 	int v, worst;
 
 	cand = allreduce_max(s, newest_committed_below(s, UINT64_MAX, &max_any));
@@ -294,6 +284,9 @@ int restore_latest(struct session *s)
 		PMPI_Allreduce(&v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
 		if (worst == UNUSABLE && s->redset) {
 			unload();
+			/* From here why is the rebuild's: a rank whose own set was
+			 * whole has none, and must not pass on a stale one. */
+			why[0] = 0;
 			if (rebuild_chain(s, cand, why, sizeof(why)) == 0) {
 				v = load(s, cand, why, sizeof(why));
 				PMPI_Allreduce(&v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
@@ -304,22 +297,29 @@ int restore_latest(struct session *s)
 		if (worst == USABLE)
 			break;
 		unload();
-		if (!newest_why[0] && v != USABLE)
+		/* Ranks without a reason of their own (their set was whole, the
+		 * checkpoint failed elsewhere) neither warn nor report. */
+		if (!newest_why[0] && v != USABLE && why[0]) {
 			snprintf(newest_why, sizeof(newest_why), "checkpoint %llu: %s",
 				 (unsigned long long)cand, why);
+			why_at = cand;
+		}
 		if (worst == FATAL) {
-			report_lowest(s, v == FATAL, why);
+			session_report(s, v == FATAL, why);
 			return -EINVAL;
 		}
-		if (v == UNUSABLE)
+		if (v == UNUSABLE && why[0])
 			pr_warn("checkpoint %llu cannot be used: %s", (unsigned long long)cand, why);
 	}
 	if (!cand) {
 		char line[8400];
+		uint64_t at = allreduce_max(s, why_at);
 
-		snprintf(line, sizeof(line), "no usable checkpoint to restart from: %s",
-			 newest_why);
-		report_lowest(s, newest_why[0], line);
+		/* The newest checkpoint's reason, from the lowest rank that has
+		 * one (rank 0 alone if none has). */
+		snprintf(line, sizeof(line), "no usable checkpoint to restart from%s%s",
+			 newest_why[0] ? ": " : "", newest_why);
+		session_report(s, at ? newest_why[0] && why_at == at : s->rank == 0, line);
 		return -EBADMSG;
 	}
 

@@ -95,6 +95,15 @@ void session_before_init(int **argc, char ****argv)
 	}
 }
 
+void session_report(struct session *s, bool mine, const char *line)
+{
+	int me = mine ? s->rank : s->size, lowest;
+
+	PMPI_Allreduce(&me, &lowest, 1, MPI_INT, MPI_MIN, s->comm);
+	if (lowest == s->rank)
+		pr_err("%s", line);
+}
+
 /* A setting or a restart failed at MPI_Init: the cause was printed on one
  * rank; every rank stops the same way. */
 static void __attribute__((noreturn)) stop_run(void)
@@ -120,6 +129,7 @@ void session_after_init(int required, int provided)
 	struct redset_params rp;
 	char err[1024] = "";
 	int ret;
+	bool mine;
 
 	if (!stasis_active || initialized)
 		return;
@@ -171,10 +181,10 @@ void session_after_init(int required, int provided)
 			ret = 0;
 		}
 	}
+	mine = ret != 0;
 	PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
 	if (ret) {
-		if (err[0])
-			pr_err("%s", err);
+		session_report(s, mine && err[0], err);
 		stop_run();
 	}
 	tracking_start(s);

@@ -53,6 +53,10 @@ void session_after_init(int required, int provided);
 /* MPI_Finalize wrapper, before the real call. */
 void session_finalize(void);
 
+/* Collective over s->comm: print line (an error) on the lowest rank for
+ * which mine is true, so that a cause several ranks share is said once. */
+void session_report(struct session *s, bool mine, const char *line);
+
 /* The application used a feature stasis cannot restore (derived
  * communicators, application threads, ...): checkpoints are skipped from
  * now on with one warning naming it; the run itself continues unharmed. */

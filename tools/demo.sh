@@ -18,18 +18,29 @@ reference=$(env -u STASIS_DIR mpirun --oversubscribe -np 4 "$app" "${args[@]}")
 echo "$reference"
 
 echo "== under stasis-run, killed with SIGKILL after checkpoint 3"
-setsid "$build/tools/stasis-run" "${launch[@]}" >"$STASIS_DIR/run.out" 2>"$STASIS_DIR/run.err" &
+STASIS_DEMO_JOB=$STASIS_DIR setsid "$build/tools/stasis-run" "${launch[@]}" >"$STASIS_DIR/run.out" 2>"$STASIS_DIR/run.err" &
 job=$!
 for _ in $(seq 600); do
 	grep -q "checkpoint 3 committed" "$STASIS_DIR/run.err" && break
 	sleep 0.1
 done
+# Open MPI puts each rank in a process group of its own: find every process
+# of the job by a variable only it carries, as a node failure would take
+# them all.
+job_pids() {
+	grep -lzx "STASIS_DEMO_JOB=$STASIS_DIR" /proc/[0-9]*/environ 2>/dev/null |
+		cut -d/ -f3 | grep -vx "$$" || true
+}
 kill -KILL -- "-$job" 2>/dev/null || true
+while [[ -n $(job_pids) ]]; do
+	kill -KILL $(job_pids) 2>/dev/null || true
+	sleep 0.1
+done
 wait "$job" 2>/dev/null || true
 grep "^stasis: checkpoint" "$STASIS_DIR/run.err"
 
 echo "== stasis-restart"
-resumed=$("$build/tools/stasis-restart" "${launch[@]}" 2> >(grep -E "^stasis: (resumed|checkpoint)" >&2))
+resumed=$("$build/tools/stasis-restart" "${launch[@]}" 2> >(grep -E "^stasis: " >&2))
 echo "$resumed"
 
 if [[ $resumed == "$reference" ]]; then

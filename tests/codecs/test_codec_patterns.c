@@ -56,11 +56,13 @@ static unsigned char *at(struct sim *sm, int s, int pos, uint64_t off)
 	return sm->csum[x] + (uint64_t)(pos - d) * sm->chunk + off;
 }
 
-/* What stripe_ring_run() computes, without the messages. */
+/* What stripe_ring_run() computes, without the messages: the chain head
+ * makes its terms (term()), every further contributor adds its own into
+ * the partial sum in place (fold()), the sinks get the rows. */
 static void apply(struct sim *sm, const struct stripe_plan *plans)
 {
 	size_t piece = stripe_piece(sm->p, sm->k);
-	unsigned char *acc = aligned_alloc(64, piece * sm->k), *term = aligned_alloc(64, piece * sm->k);
+	unsigned char *acc = aligned_alloc(64, piece * sm->k);
 	unsigned char *rows[RED_MAX_SET];
 
 	for (int s = 0; s < sm->p; s++) {
@@ -71,29 +73,21 @@ static void apply(struct sim *sm, const struct stripe_plan *plans)
 		for (uint64_t off = 0; off < sm->chunk; off += piece) {
 			int len = (int)(sm->chunk - off < piece ? sm->chunk - off : piece);
 
+			for (int r = 0; r < pl->nerased; r++)
+				rows[r] = acc + (size_t)r * len;
 			for (int i = 0; i < pl->ncontrib; i++) {
-				unsigned char *dst = i ? term : acc;
+				unsigned char *src = at(sm, s, pl->contrib[i], off);
 
-				for (int r = 0; r < pl->nerased; r++)
-					rows[r] = dst + (size_t)r * len;
-				if (sm->kern->direct)
-					memcpy(rows[0], at(sm, s, pl->contrib[i], off), len);
+				if (i == 0)
+					sm->kern->term(pl, i, len, src, rows);
 				else
-					sm->kern->contribute(pl, i, len, at(sm, s, pl->contrib[i], off),
-							     rows);
-				for (int r = 0; i && r < pl->nerased; r++) {
-					void *v[3] = {acc + (size_t)r * len, rows[r],
-						      acc + (size_t)r * len};
-
-					xor_gen(3, len, v);
-				}
+					sm->kern->fold(pl, i, len, src, rows);
 			}
 			for (int r = 0; r < pl->nerased; r++)
 				memcpy(at(sm, s, pl->erased[r], off), acc + (size_t)r * len, len);
 		}
 	}
 	free(acc);
-	free(term);
 }
 
 static int sim_init(struct sim *sm, int p, int k, const struct stripe_kernel *kern,
