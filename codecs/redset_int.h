@@ -1,5 +1,6 @@
-/* Internals shared by redset.c, the stripe engine and the scheme files
- * (codec_*.c). Not installed; tests include it to drive the pure math.
+/* Internals shared by redset.c, redset_file.c, redset_rebuild.c, the stripe
+ * engine and the scheme files (codec_*.c). Not installed; tests include it
+ * to drive the pure math.
  *
  * Redundancy file <dir>/<red_name> (0600, fsync'd, written as
  * <red_name>.tmp then renamed), all integers little-endian:
@@ -27,6 +28,7 @@
 #ifndef STASIS_REDSET_INT_H
 #define STASIS_REDSET_INT_H
 
+#include <errno.h>
 #include <stdint.h>
 
 #include "redset.h"
@@ -109,6 +111,9 @@ int lf_read(const struct lfile *lf, uint64_t off, void *buf, size_t len);
 int lf_write(const struct lfile *lf, uint64_t off, const void *buf, size_t len);
 int full_pread(int fd, void *buf, size_t len, uint64_t off);
 int full_pwrite(int fd, const void *buf, size_t len, uint64_t off);
+/* lf_alloc: n files, none open yet; lf_close closes what is open. */
+int lf_alloc(struct lfile *lf, int n);
+void lf_close(struct lfile *lf);
 
 struct redset {
 	const struct codec_ops *ops;
@@ -205,5 +210,35 @@ size_t stripe_piece(int p, int k);
 /* ---- stripe engine over MPI (stripe_ring.c) ---- */
 int stripe_ring_run(struct redset *rs, struct codec_io *io, int k, const struct stripe_kernel *kern,
 		    const bool *data_lost, const bool *red_lost);
+
+/* ---- common to redset.c, redset_file.c and redset_rebuild.c ---- */
+
+#define RED_IO_PIECE (1u << 20) /* buffer of the crc passes over whole files */
+
+/* One line naming the cause, into err when it is not NULL. */
+void redset_seterr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static inline int redset_mpi_ret(int rc)
+{
+	return rc == MPI_SUCCESS ? 0 : -EIO;
+}
+
+/* ---- the redundancy file (redset_file.c, no MPI) ---- */
+
+int red_file_crc(int fd, uint64_t size, unsigned char *buf, uint64_t *crc);
+int red_fsync_dir(const char *dir);
+char *red_path_join(const char *dir, const char *name, const char *suffix); /* malloc'd */
+void *red_build_record(const struct redset *rs, const char *const *names, int n,
+		       const struct lfile *lf, const uint64_t *crc, size_t *len);
+int red_meta_parse(struct set_meta *m, int p);
+void red_meta_free(struct set_meta *m);
+uint64_t red_layout(const struct redset *rs, const struct set_meta *m, int x,
+		    struct red_section *sec, int nsec);
+int red_create(const char *path, int *fd, uint64_t size);
+int red_finish(const struct redset *rs, const struct set_meta *m, int fd,
+	       const struct red_section *sec, int nsec);
+int red_load(const struct redset *rs, const char *path, struct set_meta *m,
+	     struct red_section **secp, int *fdp);
 
 #endif

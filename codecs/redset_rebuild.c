@@ -1,0 +1,485 @@
+/* Encode and rebuild (DESIGN.md section 6): the collective protocol common
+ * to all schemes around codec_ops.run - agreeing on every step's outcome,
+ * exchanging the members' records, preparing and installing the files - in
+ * which encode is the rebuild of every redundancy file from intact files. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <isa-l.h>
+
+#define LOG_PREFIX "redset: "
+#include "log.h"
+#include "redset_int.h"
+
+/* All members learn the worst result; a member that did not fail itself
+ * names the one that did in err. MPI_MINLOC: the most negative errno wins,
+ * ties to the lowest member. */
+static int agree(const struct redset *rs, int ret, char *err, size_t errlen, const char *what)
+{
+	struct {
+		int v;
+		int r;
+	} in = {ret, rs->me}, out;
+
+	if (PMPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, rs->comm) != MPI_SUCCESS)
+		return -EIO;
+	if (out.v && !ret)
+		redset_seterr(err, errlen, "%s failed on rank %d (set %d): %s", what,
+			      rs->world[out.r], rs->set_id, strerror(-out.v));
+	return out.v;
+}
+
+/* Opens this member's files for reading, with their sizes and crc64. */
+static int open_mine(const char *dir, const char *const *names, int n, struct lfile *lf,
+		     uint64_t *crc, char *err, size_t errlen)
+{
+	unsigned char *buf = malloc(RED_IO_PIECE);
+	int ret = lf_alloc(lf, n);
+	struct stat st;
+
+	if (!buf || ret) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		char *path = red_path_join(dir, names[i], "");
+
+		if (!path) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		if (!*names[i] || strchr(names[i], '/')) {
+			/* Rebuilt files go to dir/<name>: keep names plain. */
+			redset_seterr(err, errlen, "file name '%s' must be non-empty without '/'",
+				      names[i]);
+			free(path);
+			ret = -EINVAL;
+			goto out;
+		}
+		lf->fd[i] = open(path, O_RDONLY | O_CLOEXEC);
+		if (lf->fd[i] < 0 || fstat(lf->fd[i], &st)) {
+			ret = -errno;
+			redset_seterr(err, errlen, "open %s: %s", path, strerror(errno));
+			free(path);
+			goto out;
+		}
+		lf->size[i] = st.st_size;
+		lf->total += st.st_size;
+		ret = red_file_crc(lf->fd[i], lf->size[i], buf, &crc[i]);
+		if (ret) {
+			redset_seterr(err, errlen, "read %s: %s", path, strerror(-ret));
+			free(path);
+			goto out;
+		}
+		free(path);
+	}
+out:
+	free(buf);
+	return ret;
+}
+
+/* Every member gets every member's record (the set is small; keeping all
+ * of them in each redundancy file covers any tolerated loss). */
+static int gather_meta(const struct redset *rs, const void *rec, size_t len, struct set_meta *m)
+{
+	int mine = (int)len, *lens = malloc(sizeof(int) * rs->p), *displs = malloc(sizeof(int) * rs->p);
+	size_t total = 0;
+	int ret;
+
+	if (!lens || !displs) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = redset_mpi_ret(PMPI_Allgather(&mine, 1, MPI_INT, lens, 1, MPI_INT, rs->comm));
+	if (ret)
+		goto out;
+	for (int x = 0; x < rs->p; x++) {
+		displs[x] = (int)total;
+		total += lens[x];
+	}
+	m->blob = malloc(total);
+	m->blob_len = total;
+	if (!m->blob) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = redset_mpi_ret(
+	    PMPI_Allgatherv(rec, mine, MPI_BYTE, m->blob, lens, displs, MPI_BYTE, rs->comm));
+	if (!ret)
+		ret = red_meta_parse(m, rs->p);
+	for (int x = 0; !ret && x < rs->p; x++)
+		if (m->m[x].logical > m->max_logical)
+			m->max_logical = m->m[x].logical;
+	m->chunk = ret ? 0 : rs->ops->chunk(rs, m->max_logical);
+out:
+	free(lens);
+	free(displs);
+	return ret;
+}
+
+int redset_encode(struct redset *rs, const char *dir, const char *const *names, int n,
+		  const char *red_name, char *err, size_t errlen)
+{
+	struct codec_io io = {.red_fd = -1};
+	struct set_meta m = {0};
+	bool *data_lost = calloc(rs->p, sizeof(bool)), *red_lost = calloc(rs->p, sizeof(bool));
+	uint64_t *crc = calloc(n ? n : 1, sizeof(uint64_t));
+	char *red = red_path_join(dir, red_name, ""), *tmp = red_path_join(dir, red_name, ".tmp");
+	void *rec = NULL;
+	size_t reclen = 0;
+	int nsec = rs->ops->nsections(rs), ret;
+
+	io.sec = calloc(nsec ? nsec : 1, sizeof(*io.sec));
+	io.nsec = nsec;
+	ret = !data_lost || !red_lost || !crc || !red || !tmp || !io.sec ? -ENOMEM : 0;
+	if (ret)
+		redset_seterr(err, errlen, "out of memory");
+	if (!ret)
+		ret = open_mine(dir, names, n, &io.lf, crc, err, errlen);
+	if (!ret && !(rec = red_build_record(rs, names, n, &io.lf, crc, &reclen)))
+		ret = -ENOMEM;
+	ret = agree(rs, ret, err, errlen, "reading the files to protect");
+	if (ret)
+		goto out;
+
+	ret = gather_meta(rs, rec, reclen, &m);
+	if (ret)
+		redset_seterr(err, errlen, "exchanging the set's records failed: %s",
+			      strerror(-ret));
+	else {
+		ret = red_create(tmp, &io.red_fd, red_layout(rs, &m, rs->me, io.sec, nsec));
+		if (ret)
+			redset_seterr(err, errlen, "create %s: %s", tmp, strerror(-ret));
+	}
+	ret = agree(rs, ret, err, errlen, "creating the redundancy file");
+	if (ret)
+		goto out;
+
+	io.meta = &m;
+	for (int x = 0; x < rs->p; x++)
+		red_lost[x] = true;
+	ret = rs->ops->run(rs, &io, data_lost, red_lost);
+	if (!ret)
+		ret = io.err;
+	if (!ret)
+		ret = red_finish(rs, &m, io.red_fd, io.sec, nsec);
+	if (ret)
+		redset_seterr(err, errlen, "encoding %s (scheme %s) failed: %s", red, rs->ops->name,
+			      strerror(-ret));
+	/* Rename only once every member has a complete file, so that a set
+	 * never mixes new and old redundancy files after a failed encode. */
+	ret = agree(rs, ret, err, errlen, "encoding");
+	if (!ret && rename(tmp, red)) {
+		ret = -errno;
+		redset_seterr(err, errlen, "rename %s: %s", tmp, strerror(errno));
+	}
+	if (!ret)
+		ret = red_fsync_dir(dir);
+	ret = agree(rs, ret, err, errlen, "installing the redundancy file");
+	pr_debug("encoded %s: scheme %s, set %d, S %llu, C %llu", red, rs->ops->name, rs->set_id,
+		 (unsigned long long)m.max_logical, (unsigned long long)m.chunk);
+out:
+	if (io.red_fd >= 0) {
+		close(io.red_fd);
+		if (ret)
+			unlink(tmp); /* our own temporary, never a user file */
+	}
+	lf_close(&io.lf);
+	red_meta_free(&m);
+	free(rec);
+	free(io.sec);
+	free(data_lost);
+	free(red_lost);
+	free(crc);
+	free(red);
+	free(tmp);
+	return ret;
+}
+
+/* ---- rebuild ---- */
+
+/* Checks this member's files against its record (size and crc64): the
+ * caller's have_mine may predate a flipped byte, and rebuilding from a
+ * corrupt source would spread the damage to the lost members. */
+static bool verify_mine(const char *dir, const struct member_info *mi, struct lfile *lf)
+{
+	unsigned char *buf = malloc(RED_IO_PIECE);
+	bool ok = buf && !lf_alloc(lf, mi->nfiles);
+	uint64_t crc;
+	struct stat st;
+
+	for (int i = 0; ok && i < mi->nfiles; i++) {
+		char *path = red_path_join(dir, mi->name[i], "");
+
+		lf->fd[i] = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+		ok = lf->fd[i] >= 0 && !fstat(lf->fd[i], &st) &&
+		     (uint64_t)st.st_size == mi->file[i]->size &&
+		     !red_file_crc(lf->fd[i], mi->file[i]->size, buf, &crc) &&
+		     crc == mi->file[i]->crc;
+		if (!ok)
+			pr_warn("%s does not match its record: rebuilding it", path ? path : "?");
+		lf->size[i] = mi->file[i]->size;
+		lf->total += lf->size[i];
+		free(path);
+	}
+	free(buf);
+	if (!ok)
+		lf_close(lf);
+	return ok;
+}
+
+/* The members' records and geometry, from the lowest member whose
+ * redundancy file is valid. */
+static int bcast_meta(const struct redset *rs, int root, struct set_meta *m)
+{
+	uint64_t hdr[3] = {m->blob_len, m->max_logical, m->chunk};
+	void *blob;
+	int ret;
+
+	ret = redset_mpi_ret(PMPI_Bcast(hdr, 3, MPI_UINT64_T, root, rs->comm));
+	if (ret)
+		return ret;
+	if (rs->me == root)
+		return redset_mpi_ret(
+		    PMPI_Bcast(m->blob, (int)m->blob_len, MPI_BYTE, root, rs->comm));
+	red_meta_free(m);
+	blob = malloc(hdr[0] ? hdr[0] : 1);
+	ret = redset_mpi_ret(PMPI_Bcast(blob ? blob : (void *)hdr, blob ? (int)hdr[0] : 0, MPI_BYTE,
+					root, rs->comm));
+	if (!blob)
+		return -ENOMEM;
+	m->blob = blob;
+	m->blob_len = hdr[0];
+	m->max_logical = hdr[1];
+	m->chunk = hdr[2];
+	return ret ? ret : red_meta_parse(m, rs->p);
+}
+
+/* Creates the temporaries a lost member's files are rebuilt into, at their
+ * recorded sizes (sparse: the zero tail needs no write). */
+static int open_rebuilt(const char *dir, const struct member_info *mi, struct lfile *lf,
+			char *err, size_t errlen)
+{
+	int ret = lf_alloc(lf, mi->nfiles);
+
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		redset_seterr(err, errlen, "mkdir %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	for (int i = 0; !ret && i < mi->nfiles; i++) {
+		char *path = red_path_join(dir, mi->name[i], ".rebuild");
+
+		if (!path)
+			return -ENOMEM;
+		lf->fd[i] = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (lf->fd[i] < 0 || ftruncate(lf->fd[i], (off_t)mi->file[i]->size)) {
+			ret = -errno;
+			redset_seterr(err, errlen, "create %s: %s", path, strerror(errno));
+		}
+		lf->size[i] = mi->file[i]->size;
+		lf->total += lf->size[i];
+		free(path);
+	}
+	return ret;
+}
+
+/* Syncs the rebuilt files, checks them against the recorded crc64 and
+ * only then moves them to their names. */
+static int install_rebuilt(const char *dir, const struct member_info *mi, struct lfile *lf,
+			   char *err, size_t errlen)
+{
+	unsigned char *buf = malloc(RED_IO_PIECE);
+	uint64_t crc;
+	int ret = buf ? 0 : -ENOMEM;
+
+	for (int i = 0; !ret && i < mi->nfiles; i++) {
+		if (fsync(lf->fd[i]))
+			ret = -errno;
+		if (!ret)
+			ret = red_file_crc(lf->fd[i], lf->size[i], buf, &crc);
+		if (!ret && crc != mi->file[i]->crc) {
+			redset_seterr(err, errlen, "rebuilt %s/%s fails its crc64 check", dir,
+				      mi->name[i]);
+			ret = -EBADMSG;
+		}
+	}
+	for (int i = 0; !ret && i < mi->nfiles; i++) {
+		char *from = red_path_join(dir, mi->name[i], ".rebuild");
+		char *to = red_path_join(dir, mi->name[i], "");
+
+		if (!from || !to)
+			ret = -ENOMEM;
+		else if (rename(from, to))
+			ret = -errno;
+		free(from);
+		free(to);
+	}
+	if (!ret)
+		ret = red_fsync_dir(dir);
+	free(buf);
+	return ret;
+}
+
+static void remove_rebuilt(const char *dir, const struct member_info *mi)
+{
+	for (int i = 0; i < mi->nfiles; i++) {
+		char *path = red_path_join(dir, mi->name[i], ".rebuild");
+
+		if (path)
+			unlink(path); /* our own temporary */
+		free(path);
+	}
+}
+
+static void beyond_tolerance(const struct redset *rs, const bool *data_lost, const bool *red_lost,
+			     char *err, size_t errlen)
+{
+	char buf[1024];
+	size_t n = 0;
+
+	n += snprintf(buf + n, sizeof(buf) - n, "set %d (ranks ", rs->set_id);
+	for (int x = 0; x < rs->p && n < sizeof(buf); x++)
+		n += snprintf(buf + n, sizeof(buf) - n, "%s%d", x ? "," : "", rs->world[x]);
+	if (n < sizeof(buf))
+		n += snprintf(buf + n, sizeof(buf) - n, "): lost ranks ");
+	for (int x = 0, first = 1; x < rs->p && n < sizeof(buf); x++) {
+		if (!data_lost[x] && !red_lost[x])
+			continue;
+		n += snprintf(buf + n, sizeof(buf) - n, "%s%d%s", first ? "" : ",", rs->world[x],
+			      data_lost[x] ? "" : " (redundancy file)");
+		first = 0;
+	}
+	if (n < sizeof(buf))
+		snprintf(buf + n, sizeof(buf) - n, "; scheme %s tolerates %d", rs->ops->name,
+			 rs->ops->tolerance(rs));
+	redset_seterr(err, errlen, "%s", buf);
+}
+
+int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, bool have_mine,
+		   char *err, size_t errlen)
+{
+	struct codec_io io = {.red_fd = -1};
+	struct set_meta m = {0};
+	int nsec = rs->ops->nsections(rs), p = rs->p, root = -1, nlost = 0, ret;
+	int *flags = calloc((size_t)2 * p, sizeof(int)), mine[2];
+	bool *data_lost = calloc(p, sizeof(bool)), *red_lost = calloc(p, sizeof(bool));
+	char *red = red_path_join(dir, red_name, ""), *tmp = red_path_join(dir, red_name, ".tmp");
+	bool red_ok, red_new = false, data_new = false;
+	int have;
+
+	if (!flags || !data_lost || !red_lost || !red || !tmp) {
+		ret = -ENOMEM;
+		redset_seterr(err, errlen, "out of memory");
+		goto out;
+	}
+
+	red_ok = red_load(rs, red, &m, &io.sec, &io.red_fd) == 0;
+	if (!red_ok)
+		pr_info("%s: missing or not valid", red);
+	mine[0] = red_ok;
+	mine[1] = have_mine;
+	ret = redset_mpi_ret(PMPI_Allgather(mine, 2, MPI_INT, flags, 2, MPI_INT, rs->comm));
+	if (ret)
+		goto out;
+	for (int x = p - 1; x >= 0; x--) {
+		red_lost[x] = !flags[2 * x];
+		data_lost[x] = !flags[2 * x + 1];
+		if (flags[2 * x])
+			root = x;
+	}
+	if (root < 0) {
+		/* Nobody knows the names and sizes: nothing can be rebuilt. */
+		beyond_tolerance(rs, data_lost, red_lost, err, errlen);
+		ret = -EUCLEAN;
+		goto out;
+	}
+	ret = bcast_meta(rs, root, &m);
+	if (ret) {
+		redset_seterr(err, errlen, "exchanging the set's records failed: %s",
+			      strerror(-ret));
+		agree(rs, ret, err, errlen, "rebuild");
+		goto out;
+	}
+
+	have = have_mine && verify_mine(dir, &m.m[rs->me], &io.lf);
+	ret = redset_mpi_ret(PMPI_Allgather(&have, 1, MPI_INT, flags, 1, MPI_INT, rs->comm));
+	if (ret)
+		goto out;
+	for (int x = 0; x < p; x++) {
+		data_lost[x] = !flags[x];
+		nlost += data_lost[x] || red_lost[x];
+	}
+	if (!nlost)
+		goto out;
+	if (!rs->ops->feasible(rs, data_lost, red_lost)) {
+		beyond_tolerance(rs, data_lost, red_lost, err, errlen);
+		ret = -EUCLEAN;
+		goto out;
+	}
+	pr_info("set %d: rebuilding %d member(s), scheme %s", rs->set_id, nlost, rs->ops->name);
+
+	data_new = data_lost[rs->me];
+	red_new = red_lost[rs->me];
+	if (data_new)
+		ret = open_rebuilt(dir, &m.m[rs->me], &io.lf, err, errlen);
+	if (!ret && red_new) {
+		free(io.sec);
+		io.sec = calloc(nsec ? nsec : 1, sizeof(*io.sec));
+		if (!io.sec)
+			ret = -ENOMEM;
+		else if (mkdir(dir, 0700) && errno != EEXIST)
+			ret = -errno;
+		else
+			ret = red_create(tmp, &io.red_fd, red_layout(rs, &m, rs->me, io.sec, nsec));
+		if (ret)
+			redset_seterr(err, errlen, "create %s: %s", tmp, strerror(-ret));
+	}
+	io.nsec = nsec;
+	io.meta = &m;
+	ret = agree(rs, ret, err, errlen, "preparing the rebuild");
+	if (ret)
+		goto out;
+
+	ret = rs->ops->run(rs, &io, data_lost, red_lost);
+	if (!ret)
+		ret = io.err;
+	if (ret)
+		redset_seterr(err, errlen, "rebuild (scheme %s) failed: %s", rs->ops->name,
+			      strerror(-ret));
+	if (!ret && data_new)
+		ret = install_rebuilt(dir, &m.m[rs->me], &io.lf, err, errlen);
+	if (!ret && red_new) {
+		ret = red_finish(rs, &m, io.red_fd, io.sec, nsec);
+		if (!ret && rename(tmp, red))
+			ret = -errno;
+		if (!ret)
+			ret = red_fsync_dir(dir);
+		if (ret)
+			redset_seterr(err, errlen, "writing %s: %s", red, strerror(-ret));
+	}
+	ret = agree(rs, ret, err, errlen, "rebuild");
+out:
+	if (ret && data_new)
+		remove_rebuilt(dir, &m.m[rs->me]);
+	if (io.red_fd >= 0)
+		close(io.red_fd);
+	if (ret && red_new)
+		unlink(tmp); /* our own temporary */
+	lf_close(&io.lf);
+	red_meta_free(&m);
+	free(io.sec);
+	free(flags);
+	free(data_lost);
+	free(red_lost);
+	free(red);
+	free(tmp);
+	return ret;
+}
