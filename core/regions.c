@@ -34,6 +34,11 @@ static struct object objects[MAX_OBJECTS];
 static int nobjects;
 static struct span exclusions[MAX_EXCLUSIONS];
 static size_t nexclusions;
+/* The application's writable data, read once at start: later the mprotect
+ * backend keeps clean pages read-only, and "writable now" would miss them. */
+#define MAX_DATA 256
+static struct span data_spans[MAX_DATA];
+static int ndata;
 static bool ready;
 
 static const char *base_name(const char *path)
@@ -161,48 +166,6 @@ static bool is_runtime_root(const struct object *o)
 	return false;
 }
 
-int regions_init(void)
-{
-	uintptr_t self = (uintptr_t)&regions_init;
-
-	if (ready)
-		return 0;
-	nobjects = 0;
-	dl_iterate_phdr(collect_object, NULL);
-	if (nobjects == 0)
-		return -ENOENT;
-	for (int i = 0; i < nobjects; i++) {
-		struct object *o = &objects[i];
-
-		o->libc = !strncmp(o->name, "libc.so", 7);
-		/* The MPI language bindings (libmpi_mpifh, libmpi_cxx) are runtime,
-		 * but what they need (libgfortran, libstdc++) serves the
-		 * application as well: only libmpi.so's own closure is runtime. */
-		if (!strncmp(o->name, "libmpi", 6) && strncmp(o->name, "libmpi.so", 9))
-			o->runtime = true;
-	}
-	for (int i = 0; i < nobjects; i++) {
-		struct object *o = &objects[i];
-		bool self_object = false;
-
-		for (int t = 0; t < o->ntext; t++)
-			if (self >= o->text[t].start && self < o->text[t].end)
-				self_object = true;
-		if (i > 0 && (self_object || (is_runtime_root(o) && !o->runtime) ||
-			      !strncmp(o->name, "libmpi.so", 9)))
-			mark_runtime(o);
-	}
-	objects[0].runtime = false; /* the executable */
-	read_copy_relocations(&objects[0]);
-	ready = true;
-	return 0;
-}
-
-bool regions_ready(void)
-{
-	return ready;
-}
-
 bool regions_app_code(uintptr_t pc)
 {
 	for (int i = 0; i < nobjects; i++) {
@@ -263,6 +226,35 @@ struct collect_ctx {
 	uintptr_t stack_low, stack_top;
 };
 
+/* At start, RELRO is already read-only (ld.so protects it before any
+ * constructor runs, DESIGN.md fact 3): what is writable then in the
+ * application's writable segments is its data. */
+static void find_data(uintptr_t start, uintptr_t end, const char *perms, const char *path,
+		      void *arg)
+{
+	(void)path;
+	(void)arg;
+	if (perms[1] != 'w' || arena_contains((void *)start))
+		return;
+	for (int i = 0; i < nobjects; i++) {
+		const struct object *o = &objects[i];
+
+		if (o->runtime || o->libc)
+			continue;
+		for (int d = 0; d < o->ndata; d++) {
+			uintptr_t s = start > o->data[d].start ? start : o->data[d].start;
+			uintptr_t e = end < o->data[d].end ? end : o->data[d].end;
+
+			if (s >= e)
+				continue;
+			if (ndata > 0 && data_spans[ndata - 1].end == s)
+				data_spans[ndata - 1].end = e; /* .data followed by .bss */
+			else if (ndata < MAX_DATA)
+				data_spans[ndata++] = (struct span){s, e};
+		}
+	}
+}
+
 static void add_region(struct collect_ctx *c, uintptr_t start, uintptr_t end, uint32_t kind)
 {
 	if (start >= end)
@@ -276,38 +268,71 @@ static void add_region(struct collect_ctx *c, uintptr_t start, uintptr_t end, ui
 	c->n++;
 }
 
-static void collect_mapping(uintptr_t start, uintptr_t end, const char *perms, const char *path,
-			    void *arg)
+int regions_init(void)
+{
+	uintptr_t self = (uintptr_t)&regions_init;
+
+	if (ready)
+		return 0;
+	nobjects = 0;
+	dl_iterate_phdr(collect_object, NULL);
+	if (nobjects == 0)
+		return -ENOENT;
+	for (int i = 0; i < nobjects; i++) {
+		struct object *o = &objects[i];
+
+		o->libc = !strncmp(o->name, "libc.so", 7);
+		/* The MPI language bindings (libmpi_mpifh, libmpi_cxx) are runtime,
+		 * but what they need (libgfortran, libstdc++) serves the
+		 * application as well: only libmpi.so's own closure is runtime. */
+		if (!strncmp(o->name, "libmpi", 6) && strncmp(o->name, "libmpi.so", 9))
+			o->runtime = true;
+	}
+	for (int i = 0; i < nobjects; i++) {
+		struct object *o = &objects[i];
+		bool self_object = false;
+
+		for (int t = 0; t < o->ntext; t++)
+			if (self >= o->text[t].start && self < o->text[t].end)
+				self_object = true;
+		if (i > 0 && (self_object || (is_runtime_root(o) && !o->runtime) ||
+			      !strncmp(o->name, "libmpi.so", 9)))
+			mark_runtime(o);
+	}
+	objects[0].runtime = false; /* the executable */
+	read_copy_relocations(&objects[0]);
+	ndata = 0;
+	if (for_each_mapping(find_data, NULL))
+		return -EIO;
+	ready = true;
+	return 0;
+}
+
+bool regions_ready(void)
+{
+	return ready;
+}
+
+static void find_stack(uintptr_t start, uintptr_t end, const char *perms, const char *path,
+		       void *arg)
 {
 	struct collect_ctx *c = arg;
 
-	if (!strcmp(path, "[stack]")) {
+	(void)start;
+	(void)perms;
+	if (!strcmp(path, "[stack]"))
 		c->stack_top = end;
-		return;
-	}
-	if (perms[1] != 'w' || arena_contains((void *)start))
-		return;
-	for (int i = 0; i < nobjects; i++) {
-		const struct object *o = &objects[i];
-
-		if (o->runtime || o->libc)
-			continue;
-		for (int d = 0; d < o->ndata; d++) {
-			uintptr_t s = start > o->data[d].start ? start : o->data[d].start;
-			uintptr_t e = end < o->data[d].end ? end : o->data[d].end;
-
-			add_region(c, s, e, REGION_DATA);
-		}
-	}
 }
 
 int regions_collect(struct region *out, int max, uintptr_t stack_low)
 {
 	struct collect_ctx c = {out, max, 0, PAGE_DOWN(stack_low), 0};
-	int ret = for_each_mapping(collect_mapping, &c);
+	int ret = for_each_mapping(find_stack, &c);
 
 	if (ret)
 		return ret;
+	for (int i = 0; i < ndata; i++)
+		add_region(&c, data_spans[i].start, data_spans[i].end, REGION_DATA);
 	if (arena_ready())
 		add_region(&c, STASIS_ARENA_BASE, STASIS_ARENA_BASE + arena_committed(),
 			   REGION_ARENA);
@@ -328,5 +353,6 @@ void regions_print(void)
 	for (int i = 0; i < nobjects; i++)
 		pr_debug("%-32s %s", i ? objects[i].name : "(executable)",
 			 objects[i].runtime ? "runtime" : "application");
-	pr_debug("%zu copy-relocated runtime objects in the executable", nexclusions);
+	pr_debug("%zu copy-relocated runtime objects in the executable, %d data spans",
+		 nexclusions, ndata);
 }

@@ -17,6 +17,10 @@
 static struct region tracked[MAX_TRACKED];
 static int ntracked;
 static struct region pending[MAX_TRACKED]; /* regions of the image being written */
+/* Regions whose protection the program changed itself: never tracked again
+ * (saved whole in every image), so that its protection stays its own. */
+static struct region released[MAX_TRACKED];
+static int nreleased;
 static int npending;
 static bool need_full = true;
 static int since_full;
@@ -177,6 +181,32 @@ bool tracking_prepare(struct session *s, const struct region *regions, int n,
 	return incremental;
 }
 
+static bool is_released(const struct region *r)
+{
+	for (int i = 0; i < nreleased; i++)
+		if (released[i].start < r->end && r->start < released[i].end)
+			return true;
+	return false;
+}
+
+void tracking_forget(struct session *s, uintptr_t addr, size_t len)
+{
+	if (!s->dirty || s->dirty != &dirty_mprotect_backend)
+		return; /* uffd keeps tracking across the program's mprotect() */
+	for (int i = 0; i < ntracked; i++) {
+		struct region *t = &tracked[i];
+
+		if (!(t->start < addr + len && addr < t->end))
+			continue;
+		s->dirty->untrack(t->start, t->end - t->start);
+		if (nreleased < MAX_TRACKED)
+			released[nreleased++] = *t;
+		pr_debug("the program changes the protection of %#lx-%#lx: saved whole from now on",
+			 (unsigned long)t->start, (unsigned long)t->end);
+		tracked[i--] = tracked[--ntracked];
+	}
+}
+
 /* Start tracking the parts of the image's regions not tracked yet. */
 static void track_new(struct session *s)
 {
@@ -185,7 +215,7 @@ static void track_new(struct session *s)
 		struct region *t = (struct region *)find_tracked(r->start);
 		uintptr_t from = t ? t->end : r->start;
 
-		if (r->kind == REGION_STACK || from >= r->end)
+		if (r->kind == REGION_STACK || from >= r->end || is_released(r))
 			continue;
 		if (!t && ntracked == MAX_TRACKED)
 			continue;

@@ -29,6 +29,12 @@ bool tracking_prepare(struct session *s, const struct region *regions, int n,
  * yet; on failure forget what was collected (the next image is full). */
 void tracking_committed(struct session *s, bool committed, bool incremental);
 
+/* The program is about to change the protection of [addr, addr+len): under
+ * the mprotect backend, stop tracking the regions it touches for good (they
+ * are saved whole from now on), so that its protection and its own SIGSEGV
+ * handler work as without stasis. */
+void tracking_forget(struct session *s, uintptr_t addr, size_t len);
+
 /* Time spent collecting dirty pages in the last tracking_prepare, and the
  * bytes of tracked memory it covered (STASIS_VERBOSE=2, benchmarks). */
 void tracking_last_collect(double *ms, double *bytes);

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "preload.h"
 #include "regions.h"
+#include "tracking.h"
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
@@ -152,6 +153,16 @@ EXPORT void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t 
 
 EXPORT void *mmap64(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
 	__attribute__((alias("mmap")));
+
+/* The program's own mprotect() of tracked memory: see tracking_forget(). */
+EXPORT int mprotect(void *addr, size_t length, int prot)
+{
+	struct session *s;
+
+	if (for_application(CALLER) && (s = session_get()))
+		tracking_forget(s, (uintptr_t)addr, length);
+	return syscall(SYS_mprotect, addr, length, prot);
+}
 
 EXPORT int munmap(void *addr, size_t length)
 {
