@@ -1,0 +1,213 @@
+/* protected_io: a test subject whose memory is written by the kernel and by
+ * other processes rather than by its own stores (DESIGN.md section 4: with
+ * the mprotect backend such writes to a write-protected page fail with
+ * EFAULT instead of faulting, so stasis must unprotect them first).
+ *
+ * It is an ordinary MPI program that knows nothing of stasis. Every
+ * iteration each rank
+ *   - receives from both ring neighbours with MPI_Irecv (into a static array
+ *     and a heap buffer) and with MPI_Recv (into a heap buffer and a static
+ *     array); messages are large enough for Open MPI's shared-memory
+ *     single-copy path (CMA: the sender's process_vm_writev writes here);
+ *   - read()s two slices of a file it wrote at start, one into a heap buffer
+ *     and one into a static array, at unaligned addresses;
+ *   - checks every received word against what the sender must have sent
+ *     (a failed or short read, or a wrong word, aborts the job: an EFAULT
+ *     must not go unnoticed), and folds everything into its state;
+ *   - folds in words of a static lookup table filled once at start;
+ *   - ends with an MPI_Allreduce on MPI_COMM_WORLD (the safe point).
+ * The receive buffers are never written by the program itself, so after
+ * every checkpoint they are clean, write-protected pages again.
+ *
+ *   protected_io [N [ITERS]]      N 64-bit words per message (<= 65536)
+ *
+ * The file is $TMPDIR/protected_io.<rank> (or /tmp): the same path in a
+ * restarted job, which no longer has the descriptor (it opens the file
+ * anew every iteration). Removed at the end.
+ *
+ * Output (rank 0, stdout, only at the end):
+ *   protected_io: n=<N> iters=<ITERS> checksum=<16 hex>
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAXN 65536
+#define FILE_WORDS (4 * MAXN)
+
+/* Static receive targets (.bss). One spare word so that the data can start
+ * at an address that is not page aligned. */
+static uint64_t s_irecv[MAXN + 1], s_recv[MAXN + 1], s_read[MAXN + 1];
+/* A lookup table filled once at start and only read afterwards: its pages
+ * stay clean through every later checkpoint, yet every image must hold them
+ * (a full image above all). */
+#define LUT_WORDS 32768
+static uint64_t lut[LUT_WORDS];
+static char path[4096];
+static int rank, size;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "protected_io[%d]: %s\n", rank, what);
+	MPI_Abort(MPI_COMM_WORLD, 2);
+	exit(2);
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* Word i of what rank r sends with tag t in iteration it. */
+static uint64_t word(long it, int r, int t, long i)
+{
+	return mix(((uint64_t)it << 40) ^ ((uint64_t)r << 32) ^ ((uint64_t)t << 28) ^ (uint64_t)i);
+}
+
+/* Word i of rank r's file. */
+static uint64_t file_word(int r, long i)
+{
+	return mix(0x5eed0000ULL + ((uint64_t)r << 32) + (uint64_t)i);
+}
+
+static void write_file(void)
+{
+	uint64_t *buf = malloc(FILE_WORDS * sizeof(uint64_t));
+	int fd;
+
+	if (!buf)
+		die("out of memory");
+	for (long i = 0; i < FILE_WORDS; i++)
+		buf[i] = file_word(rank, i);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || write(fd, buf, FILE_WORDS * sizeof(uint64_t)) != FILE_WORDS * sizeof(uint64_t) ||
+	    close(fd))
+		die("cannot write the data file");
+	free(buf);
+}
+
+/* Read n words at word offset off of the file into dst with read(). */
+static void read_slice(uint64_t *dst, long off, long n)
+{
+	size_t want = n * sizeof(uint64_t), got = 0;
+	ssize_t r;
+	int fd = open(path, O_RDONLY);
+	char msg[128];
+
+	if (fd < 0 || lseek(fd, off * (off_t)sizeof(uint64_t), SEEK_SET) < 0)
+		die("cannot open the data file");
+	while (got < want) {
+		r = read(fd, (char *)dst + got, want - got);
+		if (r <= 0) {
+			snprintf(msg, sizeof(msg), "read() returned %zd (%s) after %zu of %zu bytes", r,
+				 r < 0 ? strerror(errno) : "end of file", got, want);
+			die(msg);
+		}
+		got += r;
+	}
+	close(fd);
+	for (long i = 0; i < n; i++)
+		if (dst[i] != file_word(rank, off + i))
+			die("read() delivered wrong data");
+}
+
+static void check(const uint64_t *buf, long n, long it, int from, int tag)
+{
+	char msg[128];
+
+	for (long i = 0; i < n; i++)
+		if (buf[i] != word(it, from, tag, i)) {
+			snprintf(msg, sizeof(msg), "iteration %ld: word %ld from rank %d tag %d is wrong",
+				 it, i, from, tag);
+			die(msg);
+		}
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 16384, iters = argc > 2 ? atol(argv[2]) : 4000;
+	uint64_t *send[4], *h_irecv, *h_recv, *h_read, *state, sum, total, h;
+	int left, right;
+	MPI_Request req[6];
+	const char *tmp = getenv("TMPDIR");
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (n < 1 || n > MAXN || iters < 1)
+		die("usage: protected_io [N (1..65536) [ITERS]]");
+	left = (rank + size - 1) % size;
+	right = (rank + 1) % size;
+	snprintf(path, sizeof(path), "%s/protected_io.%d", tmp && *tmp ? tmp : "/tmp", rank);
+	write_file();
+	for (long i = 0; i < LUT_WORDS; i++)
+		lut[i] = mix(0x107ULL + (uint64_t)i);
+
+	for (int t = 0; t < 4; t++)
+		send[t] = malloc(n * sizeof(uint64_t));
+	/* One spare word each, for the unaligned targets. */
+	h_irecv = malloc((n + 1) * sizeof(uint64_t));
+	h_recv = malloc((n + 1) * sizeof(uint64_t));
+	h_read = malloc((n + 1) * sizeof(uint64_t));
+	state = calloc(n, sizeof(uint64_t));
+	if (!send[0] || !send[1] || !send[2] || !send[3] || !h_irecv || !h_recv || !h_read || !state)
+		die("out of memory");
+
+	for (long it = 0; it < iters; it++) {
+		long off = (it * 7919) % (FILE_WORDS - n);
+		uint64_t *ri = s_irecv, *hi = h_irecv + (it & 1), *hr = h_recv, *sr = s_recv + 1;
+		uint64_t *fh = h_read + 1, *fs = s_read + (it & 1);
+
+		for (int t = 0; t < 4; t++)
+			for (long i = 0; i < n; i++)
+				send[t][i] = word(it, rank, t, i);
+		/* Nonblocking: tag 0 travels right, tag 1 left. */
+		MPI_Irecv(ri, n, MPI_UINT64_T, left, 0, MPI_COMM_WORLD, &req[0]);
+		MPI_Irecv(hi, n, MPI_UINT64_T, right, 1, MPI_COMM_WORLD, &req[1]);
+		MPI_Isend(send[0], n, MPI_UINT64_T, right, 0, MPI_COMM_WORLD, &req[2]);
+		MPI_Isend(send[1], n, MPI_UINT64_T, left, 1, MPI_COMM_WORLD, &req[3]);
+		MPI_Waitall(4, req, MPI_STATUSES_IGNORE);
+		/* Blocking receives: tags 2 (right) and 3 (left). */
+		MPI_Isend(send[2], n, MPI_UINT64_T, right, 2, MPI_COMM_WORLD, &req[4]);
+		MPI_Isend(send[3], n, MPI_UINT64_T, left, 3, MPI_COMM_WORLD, &req[5]);
+		MPI_Recv(hr, n, MPI_UINT64_T, left, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		MPI_Recv(sr, n, MPI_UINT64_T, right, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		MPI_Waitall(2, req + 4, MPI_STATUSES_IGNORE);
+		read_slice(fh, off, n);
+		read_slice(fs, (off * 3 + 17) % (FILE_WORDS - n), n);
+
+		check(ri, n, it, left, 0);
+		check(hi, n, it, right, 1);
+		check(hr, n, it, left, 2);
+		check(sr, n, it, right, 3);
+		sum = 0;
+		for (long i = 0; i < n; i++) {
+			state[i] = mix(state[i] ^ ri[i]) + hi[i] + (hr[i] ^ sr[i]) + mix(fh[i] + fs[i]) +
+				   lut[(i + it) % LUT_WORDS];
+			sum += state[i] >> 8;
+		}
+		MPI_Allreduce(&sum, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+		state[it % n] ^= total;
+	}
+
+	h = 0xcbf29ce484222325ULL;
+	for (long i = 0; i < n; i++)
+		h = mix(h ^ state[i]);
+	MPI_Reduce(&h, &total, 1, MPI_UINT64_T, MPI_BXOR, 0, MPI_COMM_WORLD);
+	if (rank == 0)
+		printf("protected_io: n=%ld iters=%ld checksum=%016llx\n", n, iters,
+		       (unsigned long long)total);
+	unlink(path);
+	MPI_Finalize();
+	return 0;
+}
