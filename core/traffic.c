@@ -168,6 +168,19 @@ void traffic_recv_buffer(void *buf, int count, MPI_Datatype type)
 				(size_t)true_extent + (size_t)extent * (count - 1));
 }
 
+void traffic_recv_collective(void *buf, int count, MPI_Datatype type, MPI_Comm comm,
+			     bool per_rank)
+{
+	struct session *s = session_get();
+	int size = 1;
+
+	if (!s || s->dirty != &dirty_mprotect_backend)
+		return;
+	if (per_rank && PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
+		return;
+	traffic_recv_buffer(buf, count * size, type);
+}
+
 void traffic_counts(int64_t *unmatched, int64_t *pending)
 {
 	*unmatched = sent - received;

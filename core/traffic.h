@@ -5,6 +5,7 @@
 #define STASIS_TRAFFIC_H
 
 #include <mpi.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 enum traffic_kind { TRAFFIC_SEND, TRAFFIC_RECV, TRAFFIC_OTHER };
@@ -28,6 +29,11 @@ void traffic_completed_f(struct traffic_snapshot *s, const MPI_Fint *reqs, int n
 
 /* Before MPI writes a receive buffer: let dirty tracking see the write. */
 void traffic_recv_buffer(void *buf, int count, MPI_Datatype type);
+
+/* Before a collective writes recvbuf: count elements of type, times the
+ * size of comm when per_rank (gather-like calls). */
+void traffic_recv_collective(void *buf, int count, MPI_Datatype type, MPI_Comm comm,
+			     bool per_rank);
 
 /* This rank's messages sent minus received, and its pending requests. */
 void traffic_counts(int64_t *unmatched, int64_t *pending);

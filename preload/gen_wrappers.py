@@ -44,8 +44,31 @@ def recv_triple(names):
     return "buf", "count", "datatype"
 
 
+def recv_hook(ann, fortran):
+    """'recv:buf:count[*size]:type' -> a call preparing that receive buffer."""
+    _, buf, count, dtype = ann.split(":")
+    per_rank = count.endswith("*size")
+    count = count[:-len("*size")] if per_rank else count
+    if fortran:
+        return "traffic_recv_collective(%s, F_INT(%s), F_TYPE(%s), F_COMM(comm), %s);" % (
+            buf, count, dtype, "true" if per_rank else "false")
+    return "traffic_recv_collective(%s, %s, %s, comm, %s);" % (
+        buf, count, dtype, "true" if per_rank else "false")
+
+
 def hooks(kind, extra, name, names, fortran):
     """Return (declarations+before, after) code for one wrapper."""
+    recv = [w for w in extra if w.startswith("recv:")]
+    extra = [w for w in extra if not w.startswith("recv:")]
+    before, after = kind_hooks(kind, extra, name, names, fortran)
+    # After the safe point: a checkpoint there protects the pages again.
+    if recv:
+        before = (before + "\n\t" if before else "") + recv_hook(recv[0], fortran)
+    return before, after
+
+
+def kind_hooks(kind, extra, name, names, fortran):
+    """The hooks every call of one kind runs."""
     label = ("MPI_" + name.upper()) if fortran else ("MPI_" + name)
     ok = "(*(MPI_Fint *)ierr == MPI_SUCCESS)" if fortran else "(ret == MPI_SUCCESS)"
     i = (lambda v: "F_INT(%s)" % v) if fortran else (lambda v: v)
