@@ -2,7 +2,9 @@
  * measured on the same bytes: a memcpy of them, and a plain write() + fsync
  * of them to a new file in DIR (the checkpoint directory). Prints
  * "memcpy_ms <x>" and "write_ms <y>" (best of 5), for bench/ckpt_perf.sh. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>

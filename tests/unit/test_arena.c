@@ -9,7 +9,9 @@
  * process, memory overhead, and threads hammering the lock.
  *
  * Exit status: 0 pass, 1 fail, 77 skip (the range cannot be reserved). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
