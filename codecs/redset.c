@@ -21,16 +21,6 @@ static const struct codec_ops *const codecs[] = {
 	&codec_rs_ops,
 };
 
-void redset_seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- failure domains and sets ---- */
 
@@ -48,7 +38,7 @@ int redset_domain(MPI_Comm world, const char *spec, int *domain, char *err, size
 		errno = 0;
 		n = strtol(spec, &end, 10);
 		if (errno || end == spec || *end || n < 1 || n > INT_MAX) {
-			redset_seterr(
+			stasis_errf(
 			    err, errlen,
 			    "STASIS_FAILURE_DOMAIN: '%s' is not 'host' or a positive integer",
 			    spec);
@@ -63,13 +53,13 @@ int redset_domain(MPI_Comm world, const char *spec, int *domain, char *err, size
 	PMPI_Get_processor_name(name, &len);
 	all = calloc((size_t)size, sizeof(name));
 	if (!all) {
-		redset_seterr(err, errlen, "out of memory gathering host names");
+		stasis_errf(err, errlen, "out of memory gathering host names");
 		return -ENOMEM;
 	}
 	ret = redset_mpi_ret(
 	    PMPI_Allgather(name, sizeof(name), MPI_CHAR, all, sizeof(name), MPI_CHAR, world));
 	if (ret) {
-		redset_seterr(err, errlen, "gathering host names failed");
+		stasis_errf(err, errlen, "gathering host names failed");
 		goto out;
 	}
 	for (first = 0; strcmp(all + first * sizeof(name), name); first++)
@@ -151,7 +141,7 @@ static int plan_sets(const struct codec_ops *ops, const struct redset_params *pr
 			int dom = seq[i].domain;
 
 			if (dom >= 0 && dom < n && seen[dom] == g + 1) {
-				redset_seterr(
+				stasis_errf(
 				    err, errlen,
 				    "scheme %s: a set of %d ranks needs %d failure domains, but "
 				    "STASIS_FAILURE_DOMAIN gives %d for %d ranks (set %d would "
@@ -183,13 +173,13 @@ int redset_create(MPI_Comm world, int domain, const struct redset_params *prm, s
 		if (prm->scheme && !strcmp(prm->scheme, codecs[i]->name))
 			ops = codecs[i];
 	if (!ops) {
-		redset_seterr(err, errlen,
+		stasis_errf(err, errlen,
 			      "unknown redundancy scheme '%s' (single, partner, xor, rs)",
 			      prm->scheme ? prm->scheme : "(null)");
 		return -EINVAL;
 	}
 	if (prm->set_size < 1) {
-		redset_seterr(err, errlen, "set size %d: must be >= 1", prm->set_size);
+		stasis_errf(err, errlen, "set size %d: must be >= 1", prm->set_size);
 		return -EINVAL;
 	}
 	PMPI_Comm_rank(world, &rank);
@@ -199,13 +189,13 @@ int redset_create(MPI_Comm world, int domain, const struct redset_params *prm, s
 	start = malloc(sizeof(int) * (n + 2));
 	rs = calloc(1, sizeof(*rs));
 	if (!doms || !seq || !start || !rs) {
-		redset_seterr(err, errlen, "out of memory forming sets");
+		stasis_errf(err, errlen, "out of memory forming sets");
 		ret = -ENOMEM;
 		goto err;
 	}
 	ret = redset_mpi_ret(PMPI_Allgather(&domain, 1, MPI_INT, doms, 1, MPI_INT, world));
 	if (ret) {
-		redset_seterr(err, errlen, "gathering failure domains failed");
+		stasis_errf(err, errlen, "gathering failure domains failed");
 		goto err;
 	}
 	for (int r = 0; r < n; r++)
@@ -238,7 +228,7 @@ int redset_create(MPI_Comm world, int domain, const struct redset_params *prm, s
 	ops->check(prm, rs->p, &rs->param, err, errlen);
 	rs->world = malloc(sizeof(int) * rs->p);
 	if (!rs->world) {
-		redset_seterr(err, errlen, "out of memory forming sets");
+		stasis_errf(err, errlen, "out of memory forming sets");
 		ret = -ENOMEM;
 		goto err;
 	}
@@ -246,7 +236,7 @@ int redset_create(MPI_Comm world, int domain, const struct redset_params *prm, s
 		rs->world[i] = seq[start[g] + i].rank;
 	ret = redset_mpi_ret(PMPI_Comm_split(world, g, key, &rs->comm));
 	if (ret) {
-		redset_seterr(err, errlen, "splitting the set communicator failed");
+		stasis_errf(err, errlen, "splitting the set communicator failed");
 		rs->comm = MPI_COMM_NULL;
 		goto err;
 	}

@@ -162,18 +162,6 @@ int red_file_crc(int fd, uint64_t size, unsigned char *buf, uint64_t *crc)
 	return range_crc(fd, 0, size, buf, crc);
 }
 
-int red_fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd))
-		ret = -errno;
-	close(fd);
-	return ret;
-}
 
 /* ---- member records ---- */
 

@@ -32,6 +32,8 @@
 #include <stdint.h>
 
 #include "redset.h"
+#include "files.h"
+#include "log.h"
 
 #define RED_MAGIC "STASISRD" /* 8 bytes, no NUL stored */
 #define RED_VERSION 1u
@@ -215,10 +217,6 @@ int stripe_ring_run(struct redset *rs, struct codec_io *io, int k, const struct 
 
 #define RED_IO_PIECE (1u << 20) /* buffer of the crc passes over whole files */
 
-/* One line naming the cause, into err when it is not NULL. */
-void redset_seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
 static inline int redset_mpi_ret(int rc)
 {
 	return rc == MPI_SUCCESS ? 0 : -EIO;
@@ -227,7 +225,6 @@ static inline int redset_mpi_ret(int rc)
 /* ---- the redundancy file (redset_file.c, no MPI) ---- */
 
 int red_file_crc(int fd, uint64_t size, unsigned char *buf, uint64_t *crc);
-int red_fsync_dir(const char *dir);
 char *red_path_join(const char *dir, const char *name, const char *suffix); /* malloc'd */
 void *red_build_record(const struct redset *rs, const char *const *names, int n,
 		       const struct lfile *lf, const uint64_t *crc, size_t *len);

@@ -32,7 +32,7 @@ static int agree(const struct redset *rs, int ret, char *err, size_t errlen, con
 	if (PMPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, rs->comm) != MPI_SUCCESS)
 		return -EIO;
 	if (out.v && !ret)
-		redset_seterr(err, errlen, "%s failed on rank %d (set %d): %s", what,
+		stasis_errf(err, errlen, "%s failed on rank %d (set %d): %s", what,
 			      rs->world[out.r], rs->set_id, strerror(-out.v));
 	return out.v;
 }
@@ -58,7 +58,7 @@ static int open_mine(const char *dir, const char *const *names, int n, struct lf
 		}
 		if (!*names[i] || strchr(names[i], '/')) {
 			/* Rebuilt files go to dir/<name>: keep names plain. */
-			redset_seterr(err, errlen, "file name '%s' must be non-empty without '/'",
+			stasis_errf(err, errlen, "file name '%s' must be non-empty without '/'",
 				      names[i]);
 			free(path);
 			ret = -EINVAL;
@@ -67,7 +67,7 @@ static int open_mine(const char *dir, const char *const *names, int n, struct lf
 		lf->fd[i] = open(path, O_RDONLY | O_CLOEXEC);
 		if (lf->fd[i] < 0 || fstat(lf->fd[i], &st)) {
 			ret = -errno;
-			redset_seterr(err, errlen, "open %s: %s", path, strerror(errno));
+			stasis_errf(err, errlen, "open %s: %s", path, strerror(errno));
 			free(path);
 			goto out;
 		}
@@ -75,7 +75,7 @@ static int open_mine(const char *dir, const char *const *names, int n, struct lf
 		lf->total += st.st_size;
 		ret = red_file_crc(lf->fd[i], lf->size[i], buf, &crc[i]);
 		if (ret) {
-			redset_seterr(err, errlen, "read %s: %s", path, strerror(-ret));
+			stasis_errf(err, errlen, "read %s: %s", path, strerror(-ret));
 			free(path);
 			goto out;
 		}
@@ -141,7 +141,7 @@ int redset_encode(struct redset *rs, const char *dir, const char *const *names, 
 	io.nsec = nsec;
 	ret = !data_lost || !red_lost || !crc || !red || !tmp || !io.sec ? -ENOMEM : 0;
 	if (ret)
-		redset_seterr(err, errlen, "out of memory");
+		stasis_errf(err, errlen, "out of memory");
 	if (!ret)
 		ret = open_mine(dir, names, n, &io.lf, crc, err, errlen);
 	if (!ret && !(rec = red_build_record(rs, names, n, &io.lf, crc, &reclen)))
@@ -152,12 +152,12 @@ int redset_encode(struct redset *rs, const char *dir, const char *const *names, 
 
 	ret = gather_meta(rs, rec, reclen, &m);
 	if (ret)
-		redset_seterr(err, errlen, "exchanging the set's records failed: %s",
+		stasis_errf(err, errlen, "exchanging the set's records failed: %s",
 			      strerror(-ret));
 	else {
 		ret = red_create(tmp, &io.red_fd, red_layout(rs, &m, rs->me, io.sec, nsec));
 		if (ret)
-			redset_seterr(err, errlen, "create %s: %s", tmp, strerror(-ret));
+			stasis_errf(err, errlen, "create %s: %s", tmp, strerror(-ret));
 	}
 	ret = agree(rs, ret, err, errlen, "creating the redundancy file");
 	if (ret)
@@ -172,17 +172,17 @@ int redset_encode(struct redset *rs, const char *dir, const char *const *names, 
 	if (!ret)
 		ret = red_finish(rs, &m, io.red_fd, io.sec, nsec);
 	if (ret)
-		redset_seterr(err, errlen, "encoding %s (scheme %s) failed: %s", red, rs->ops->name,
+		stasis_errf(err, errlen, "encoding %s (scheme %s) failed: %s", red, rs->ops->name,
 			      strerror(-ret));
 	/* Rename only once every member has a complete file, so that a set
 	 * never mixes new and old redundancy files after a failed encode. */
 	ret = agree(rs, ret, err, errlen, "encoding");
 	if (!ret && rename(tmp, red)) {
 		ret = -errno;
-		redset_seterr(err, errlen, "rename %s: %s", tmp, strerror(errno));
+		stasis_errf(err, errlen, "rename %s: %s", tmp, strerror(errno));
 	}
 	if (!ret)
-		ret = red_fsync_dir(dir);
+		ret = files_sync_dir(dir);
 	ret = agree(rs, ret, err, errlen, "installing the redundancy file");
 	pr_debug("encoded %s: scheme %s, set %d, S %llu, C %llu", red, rs->ops->name, rs->set_id,
 		 (unsigned long long)m.max_logical, (unsigned long long)m.chunk);
@@ -271,7 +271,7 @@ static int open_rebuilt(const char *dir, const struct member_info *mi, struct lf
 	int ret = lf_alloc(lf, mi->nfiles);
 
 	if (mkdir(dir, 0700) && errno != EEXIST) {
-		redset_seterr(err, errlen, "mkdir %s: %s", dir, strerror(errno));
+		stasis_errf(err, errlen, "mkdir %s: %s", dir, strerror(errno));
 		return -errno;
 	}
 	for (int i = 0; !ret && i < mi->nfiles; i++) {
@@ -282,7 +282,7 @@ static int open_rebuilt(const char *dir, const struct member_info *mi, struct lf
 		lf->fd[i] = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (lf->fd[i] < 0 || ftruncate(lf->fd[i], (off_t)mi->file[i]->size)) {
 			ret = -errno;
-			redset_seterr(err, errlen, "create %s: %s", path, strerror(errno));
+			stasis_errf(err, errlen, "create %s: %s", path, strerror(errno));
 		}
 		lf->size[i] = mi->file[i]->size;
 		lf->total += lf->size[i];
@@ -306,7 +306,7 @@ static int install_rebuilt(const char *dir, const struct member_info *mi, struct
 		if (!ret)
 			ret = red_file_crc(lf->fd[i], lf->size[i], buf, &crc);
 		if (!ret && crc != mi->file[i]->crc) {
-			redset_seterr(err, errlen, "rebuilt %s/%s fails its crc64 check", dir,
+			stasis_errf(err, errlen, "rebuilt %s/%s fails its crc64 check", dir,
 				      mi->name[i]);
 			ret = -EBADMSG;
 		}
@@ -323,7 +323,7 @@ static int install_rebuilt(const char *dir, const struct member_info *mi, struct
 		free(to);
 	}
 	if (!ret)
-		ret = red_fsync_dir(dir);
+		ret = files_sync_dir(dir);
 	free(buf);
 	return ret;
 }
@@ -360,7 +360,7 @@ static void beyond_tolerance(const struct redset *rs, const bool *data_lost, con
 	if (n < sizeof(buf))
 		snprintf(buf + n, sizeof(buf) - n, "; scheme %s tolerates %d", rs->ops->name,
 			 rs->ops->tolerance(rs));
-	redset_seterr(err, errlen, "%s", buf);
+	stasis_errf(err, errlen, "%s", buf);
 }
 
 int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, bool have_mine,
@@ -377,7 +377,7 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 
 	if (!flags || !data_lost || !red_lost || !red || !tmp) {
 		ret = -ENOMEM;
-		redset_seterr(err, errlen, "out of memory");
+		stasis_errf(err, errlen, "out of memory");
 		goto out;
 	}
 
@@ -403,7 +403,7 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 	}
 	ret = bcast_meta(rs, root, &m);
 	if (ret) {
-		redset_seterr(err, errlen, "exchanging the set's records failed: %s",
+		stasis_errf(err, errlen, "exchanging the set's records failed: %s",
 			      strerror(-ret));
 		agree(rs, ret, err, errlen, "rebuild");
 		goto out;
@@ -440,7 +440,7 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 		else
 			ret = red_create(tmp, &io.red_fd, red_layout(rs, &m, rs->me, io.sec, nsec));
 		if (ret)
-			redset_seterr(err, errlen, "create %s: %s", tmp, strerror(-ret));
+			stasis_errf(err, errlen, "create %s: %s", tmp, strerror(-ret));
 	}
 	io.nsec = nsec;
 	io.meta = &m;
@@ -452,7 +452,7 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 	if (!ret)
 		ret = io.err;
 	if (ret)
-		redset_seterr(err, errlen, "rebuild (scheme %s) failed: %s", rs->ops->name,
+		stasis_errf(err, errlen, "rebuild (scheme %s) failed: %s", rs->ops->name,
 			      strerror(-ret));
 	if (!ret && data_new)
 		ret = install_rebuilt(dir, &m.m[rs->me], &io.lf, err, errlen);
@@ -461,9 +461,9 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 		if (!ret && rename(tmp, red))
 			ret = -errno;
 		if (!ret)
-			ret = red_fsync_dir(dir);
+			ret = files_sync_dir(dir);
 		if (ret)
-			redset_seterr(err, errlen, "writing %s: %s", red, strerror(-ret));
+			stasis_errf(err, errlen, "writing %s: %s", red, strerror(-ret));
 	}
 	ret = agree(rs, ret, err, errlen, "rebuild");
 out:

@@ -31,8 +31,5 @@ static inline uint64_t tail_mask(uint64_t npages)
 	return r ? (UINT64_C(1) << r) - 1 : ~UINT64_C(0);
 }
 
-/* One line naming the cause, into err when it is not NULL (image.h). */
-void image_set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 #endif

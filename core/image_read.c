@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "image_int.h"
+#include "log.h"
 
 #define READ_CHUNK (4u << 20) /* read + crc granule; keeps data cache-warm */
 
@@ -83,7 +84,7 @@ static int check_region(struct image *img, size_t i, char *buf, char *err, size_
 		if (scratch == MAP_FAILED) {
 			scratch = NULL;
 			ret = -errno;
-			image_set_err(err, errlen, "%s: %s", img->path, strerror(-ret));
+			stasis_errf(err, errlen, "%s: %s", img->path, strerror(-ret));
 			goto err;
 		}
 	}
@@ -95,13 +96,13 @@ static int check_region(struct image *img, size_t i, char *buf, char *err, size_
 
 		if (got < 0) {
 			ret = got;
-			image_set_err(err, errlen, "%s: region %zu: %s", img->path, i,
+			stasis_errf(err, errlen, "%s: region %zu: %s", img->path, i,
 				      strerror(-ret));
 			goto err;
 		}
 		if ((uint64_t)got < n) {
 			ret = -EBADMSG;
-			image_set_err(
+			stasis_errf(
 			    err, errlen,
 			    "%s: truncated: region %zu needs bytes up to %llu, file has %llu",
 			    img->path, i, (unsigned long long)(r->file_offset + r->stored_bytes),
@@ -121,13 +122,13 @@ static int check_region(struct image *img, size_t i, char *buf, char *err, size_
 	}
 	if (crc != r->data_crc) {
 		ret = -EBADMSG;
-		image_set_err(err, errlen, "%s: region %zu (addr 0x%llx) checksum mismatch",
+		stasis_errf(err, errlen, "%s: region %zu (addr 0x%llx) checksum mismatch",
 			      img->path, i, (unsigned long long)r->addr);
 		goto err;
 	}
 	if (partial && (!bm_ok || image_bitmap_bytes(r->length) + bits * PAGE != r->stored_bytes)) {
 		ret = -EBADMSG;
-		image_set_err(
+		stasis_errf(
 		    err, errlen,
 		    "%s: region %zu (addr 0x%llx): bitmap does not match its %llu stored bytes",
 		    img->path, i, (unsigned long long)r->addr, (unsigned long long)r->stored_bytes);
@@ -153,7 +154,7 @@ static int check_record(struct image *img, size_t i, uint64_t data_start, uint64
 	uint64_t npages = r->length / PAGE, words = (npages + 63) / 64;
 
 	if (end < r->file_offset || end > img->size) {
-		image_set_err(err, errlen,
+		stasis_errf(err, errlen,
 			      "%s: truncated: region %zu needs bytes up to %llu, file has %llu", p,
 			      i, (unsigned long long)(end < r->file_offset ? UINT64_MAX : end),
 			      (unsigned long long)img->size);
@@ -161,7 +162,7 @@ static int check_record(struct image *img, size_t i, uint64_t data_start, uint64
 	}
 	if (r->addr % PAGE || r->length % PAGE || r->file_offset % PAGE ||
 	    r->addr + r->length < r->addr) {
-		image_set_err(
+		stasis_errf(
 		    err, errlen,
 		    "%s: region %zu (addr 0x%llx, length %llu, offset %llu) is not page aligned", p,
 		    i, (unsigned long long)r->addr, (unsigned long long)r->length,
@@ -169,19 +170,19 @@ static int check_record(struct image *img, size_t i, uint64_t data_start, uint64
 		return -EBADMSG;
 	}
 	if (r->kind < REGION_DATA || r->kind > REGION_STACK || (r->flags & ~REGION_PARTIAL)) {
-		image_set_err(err, errlen, "%s: region %zu has unknown kind %u or flags 0x%x", p, i,
+		stasis_errf(err, errlen, "%s: region %zu has unknown kind %u or flags 0x%x", p, i,
 			      r->kind, r->flags);
 		return -EBADMSG;
 	}
 	if (r->file_offset < data_start || r->file_offset < *prev_end) {
-		image_set_err(err, errlen, "%s: region %zu data at %llu overlaps what precedes it",
+		stasis_errf(err, errlen, "%s: region %zu data at %llu overlaps what precedes it",
 			      p, i, (unsigned long long)r->file_offset);
 		return -EBADMSG;
 	}
 	*prev_end = end;
 	if (!(r->flags & REGION_PARTIAL)) {
 		if (r->stored_bytes != r->length || r->bitmap_offset) {
-			image_set_err(err, errlen,
+			stasis_errf(err, errlen,
 				      "%s: region %zu stores %llu bytes of a %llu-byte region", p,
 				      i, (unsigned long long)r->stored_bytes,
 				      (unsigned long long)r->length);
@@ -201,7 +202,7 @@ static int check_record(struct image *img, size_t i, uint64_t data_start, uint64
 		ssize_t got = pread_full(img->fd, buf, n * 8, r->bitmap_offset + k * 8);
 
 		if (got < 0) {
-			image_set_err(err, errlen, "%s: %s", p, strerror((int)-got));
+			stasis_errf(err, errlen, "%s: %s", p, strerror((int)-got));
 			return got;
 		}
 		if ((uint64_t)got != n * 8 || !bitmap_count(buf, k, n, npages, &bits))
@@ -211,7 +212,7 @@ static int check_record(struct image *img, size_t i, uint64_t data_start, uint64
 	if (bm_bytes + bits * PAGE == r->stored_bytes)
 		return 0;
 bad_bitmap:
-	image_set_err(err, errlen,
+	stasis_errf(err, errlen,
 		      "%s: region %zu (addr 0x%llx): bitmap does not match its %llu stored bytes",
 		      p, i, (unsigned long long)r->addr, (unsigned long long)r->stored_bytes);
 	return -EBADMSG;
@@ -239,7 +240,7 @@ int image_open(const char *path, struct image **out, char *err, size_t errlen)
 	img = calloc(1, sizeof(*img) + plen + 1);
 	if (!img) {
 		ret = -ENOMEM;
-		image_set_err(err, errlen, "%s: %s", path, strerror(ENOMEM));
+		stasis_errf(err, errlen, "%s: %s", path, strerror(ENOMEM));
 		goto err;
 	}
 	memcpy(img->path, path, plen + 1);
@@ -247,76 +248,76 @@ int image_open(const char *path, struct image **out, char *err, size_t errlen)
 	if (img->fd < 0) {
 		ret = -errno;
 		if (ret == -ENOENT)
-			image_set_err(err, errlen, "%s: missing", path);
+			stasis_errf(err, errlen, "%s: missing", path);
 		else
-			image_set_err(err, errlen, "%s: %s", path, strerror(-ret));
+			stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
 		goto err;
 	}
 	if (fstat(img->fd, &st) < 0) {
 		ret = -errno;
-		image_set_err(err, errlen, "%s: %s", path, strerror(-ret));
+		stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
 		goto err;
 	}
 	ret = -EBADMSG; /* from here on every failure is a bad file */
 	if (!S_ISREG(st.st_mode)) {
-		image_set_err(err, errlen, "%s: not a regular file", path);
+		stasis_errf(err, errlen, "%s: not a regular file", path);
 		goto err;
 	}
 	img->size = st.st_size;
 	if (img->size < STASIS_PAGE) {
-		image_set_err(err, errlen, "%s: truncated (%llu bytes)", path,
+		stasis_errf(err, errlen, "%s: truncated (%llu bytes)", path,
 			      (unsigned long long)img->size);
 		goto err;
 	}
 	got = pread_full(img->fd, u.b, STASIS_PAGE, 0);
 	if (got != STASIS_PAGE) {
 		ret = got < 0 ? (int)got : -EIO;
-		image_set_err(err, errlen, "%s: %s", path, strerror(-ret));
+		stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
 		goto err;
 	}
 	if (memcmp(h->magic, STASIS_IMAGE_MAGIC, sizeof(h->magic))) {
-		image_set_err(err, errlen, "%s: not a stasis image (bad magic)", path);
+		stasis_errf(err, errlen, "%s: not a stasis image (bad magic)", path);
 		goto err;
 	}
 	if (h->version != STASIS_FORMAT_VERSION) {
-		image_set_err(err, errlen, "%s: format version %u, this stasis reads %u", path,
+		stasis_errf(err, errlen, "%s: format version %u, this stasis reads %u", path,
 			      h->version, STASIS_FORMAT_VERSION);
 		goto err;
 	}
 	want_crc = h->header_crc;
 	h->header_crc = 0;
 	if (crc64(0, h, sizeof(*h)) != want_crc) {
-		image_set_err(err, errlen, "%s: header checksum mismatch", path);
+		stasis_errf(err, errlen, "%s: header checksum mismatch", path);
 		goto err;
 	}
 	h->header_crc = want_crc;
 	/* The header says who wrote it, the inode who owns it: both must be us
 	 * (a crc is no signature, anyone can forge the first). */
 	if (h->uid != getuid() || st.st_uid != getuid()) {
-		image_set_err(err, errlen, "%s: owned by uid %u, not by you", path,
+		stasis_errf(err, errlen, "%s: owned by uid %u, not by you", path,
 			      h->uid != getuid() ? h->uid : (unsigned)st.st_uid);
 		goto err;
 	}
 	if (h->header_size != sizeof(*h)) {
-		image_set_err(err, errlen, "%s: header size %u, this stasis expects %zu", path,
+		stasis_errf(err, errlen, "%s: header size %u, this stasis expects %zu", path,
 			      h->header_size, sizeof(*h));
 		goto err;
 	}
 	if (h->kind < IMAGE_FULL || h->kind > IMAGE_INCREMENTAL ||
 	    h->state_size > STASIS_STATE_MAX || h->rank >= h->nranks) {
-		image_set_err(err, errlen,
+		stasis_errf(err, errlen,
 			      "%s: implausible header (kind %u, state %u bytes, rank %u of %u)",
 			      path, h->kind, h->state_size, h->rank, h->nranks);
 		goto err;
 	}
 	if (h->nregions > MAX_REGIONS) {
-		image_set_err(err, errlen, "%s: implausible region count %llu", path,
+		stasis_errf(err, errlen, "%s: implausible region count %llu", path,
 			      (unsigned long long)h->nregions);
 		goto err;
 	}
 	table_end = PAGE + h->nregions * sizeof(struct region_record);
 	if (table_end > img->size) {
-		image_set_err(err, errlen,
+		stasis_errf(err, errlen,
 			      "%s: truncated: region table needs bytes up to %llu, file has %llu",
 			      path, (unsigned long long)table_end, (unsigned long long)img->size);
 		goto err;
@@ -325,17 +326,17 @@ int image_open(const char *path, struct image **out, char *err, size_t errlen)
 	img->regions = malloc(h->nregions ? h->nregions * sizeof(struct region_record) : 1);
 	if (!img->regions) {
 		ret = -ENOMEM;
-		image_set_err(err, errlen, "%s: %s", path, strerror(ENOMEM));
+		stasis_errf(err, errlen, "%s: %s", path, strerror(ENOMEM));
 		goto err;
 	}
 	got = pread_full(img->fd, img->regions, table_end - PAGE, PAGE);
 	if (got != (ssize_t)(table_end - PAGE)) {
 		ret = got < 0 ? (int)got : -EIO;
-		image_set_err(err, errlen, "%s: %s", path, strerror(-ret));
+		stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
 		goto err;
 	}
 	if (crc64(0, img->regions, table_end - PAGE) != h->table_crc) {
-		image_set_err(err, errlen, "%s: region table checksum mismatch", path);
+		stasis_errf(err, errlen, "%s: region table checksum mismatch", path);
 		goto err;
 	}
 	data_start = round_up(table_end, PAGE);
@@ -347,7 +348,7 @@ int image_open(const char *path, struct image **out, char *err, size_t errlen)
 	}
 	if (sum != h->data_bytes) {
 		ret = -EBADMSG;
-		image_set_err(err, errlen, "%s: regions store %llu bytes, header says %llu", path,
+		stasis_errf(err, errlen, "%s: regions store %llu bytes, header says %llu", path,
 			      (unsigned long long)sum, (unsigned long long)h->data_bytes);
 		goto err;
 	}
@@ -371,7 +372,7 @@ const struct region_record *image_regions(const struct image *img)
 int image_read_region(struct image *img, size_t i, void *buf, char *err, size_t errlen)
 {
 	if (i >= img->hdr.nregions || !buf) {
-		image_set_err(err, errlen, "%s: no region %zu", img->path, i);
+		stasis_errf(err, errlen, "%s: no region %zu", img->path, i);
 		return -EINVAL;
 	}
 	return check_region(img, i, buf, err, errlen);

@@ -32,22 +32,13 @@
 
 #define LOG_PREFIX "image: "
 #include "log.h"
+#include "files.h"
 #include "image_int.h"
 
 #define QUEUE_DEPTH 8
 #define WRITE_CHUNK (1u << 20) /* bytes per SQE */
 #define SLOT_IOVS 64	       /* iovecs per SQE (scattered dirty pages) */
 
-void image_set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* Bytes of the stored page bitmap of a region of `length` bytes: one bit per
  * page in u64 words, padded to a page so that the pages after it stay
@@ -320,33 +311,6 @@ static int queue_data(struct writer *w, const char *p, uint64_t len, uint64_t *o
 	return 0;
 }
 
-static int path_dir_fsync(const char *path)
-{
-	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	int fd, ret = 0;
-
-	if (!slash)
-		strcpy(dir, ".");
-	else if (slash == path)
-		strcpy(dir, "/");
-	else if ((size_t)(slash - path) >= sizeof(dir))
-		return -ENAMETOOLONG;
-	else
-		memcpy(dir, path, slash - path), dir[slash - path] = '\0';
-
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while (fsync(fd) < 0) {
-		if (errno != EINTR) {
-			ret = -errno;
-			break;
-		}
-	}
-	close(fd);
-	return ret;
-}
 
 /* Layout: header page, table padded to a page, then each region's data in
  * order at page-aligned offsets. A partial region is its bitmap (copied into
@@ -533,7 +497,7 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 		goto err;
 	}
 	tmp_made = false;
-	ret = path_dir_fsync(path);
+	ret = files_sync_parent(path);
 	if (ret)
 		goto err;
 
@@ -563,8 +527,8 @@ err:
 	if (stage != MAP_FAILED)
 		munmap(stage, stage_bytes);
 	if (w.fault_hit)
-		image_set_err(err, errlen, "cannot write %s: injected fault", path);
+		stasis_errf(err, errlen, "cannot write %s: injected fault", path);
 	else
-		image_set_err(err, errlen, "cannot write %s: %s", path, strerror(-ret));
+		stasis_errf(err, errlen, "cannot write %s: %s", path, strerror(-ret));
 	return ret;
 }

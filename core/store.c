@@ -19,25 +19,13 @@
 #include <isa-l/crc64.h>
 
 #define LOG_PREFIX "store: "
+#include "files.h"
 #include "log.h"
 #include "store.h"
 
 /* A file path: the directory, "/" and a name of store_name. */
 #define FILE_PATH_MAX (sizeof(((struct store *)0)->dir) + 64)
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* Returns 0, -EINVAL at an unknown or unfinished % sequence (*bad points at
  * it), or -ENAMETOOLONG. */
@@ -140,22 +128,22 @@ int store_open(struct store *st, const char *pattern, int node, int rank, const 
 	ret = expand(pattern, node, rank, base, sizeof(base), &bad);
 	if (ret == -EINVAL) {
 		if (bad[1])
-			set_err(err, errlen, "STASIS_DIR: unknown %%%c in %s", bad[1], pattern);
+			stasis_errf(err, errlen, "STASIS_DIR: unknown %%%c in %s", bad[1], pattern);
 		else
-			set_err(err, errlen, "STASIS_DIR: lone %% at the end of %s", pattern);
+			stasis_errf(err, errlen, "STASIS_DIR: lone %% at the end of %s", pattern);
 		goto err;
 	}
 	if (ret)
 		goto too_long;
 	if (!base[0]) {
 		ret = -EINVAL;
-		set_err(err, errlen, "STASIS_DIR: empty");
+		stasis_errf(err, errlen, "STASIS_DIR: empty");
 		goto err;
 	}
 	if (!job_key[0] || strchr(job_key, '/') || !strcmp(job_key, ".") ||
 	    !strcmp(job_key, "..")) {
 		ret = -EINVAL;
-		set_err(err, errlen, "invalid job key '%s'", job_key);
+		stasis_errf(err, errlen, "invalid job key '%s'", job_key);
 		goto err;
 	}
 	/* The directory must not depend on where a later process happens to
@@ -163,7 +151,7 @@ int store_open(struct store *st, const char *pattern, int node, int rank, const 
 	if (base[0] != '/') {
 		if (!getcwd(cwd, sizeof(cwd))) {
 			ret = -errno;
-			set_err(err, errlen, "STASIS_DIR %s: cannot resolve: %s", base,
+			stasis_errf(err, errlen, "STASIS_DIR %s: cannot resolve: %s", base,
 				strerror(errno));
 			goto err;
 		}
@@ -179,34 +167,34 @@ int store_open(struct store *st, const char *pattern, int node, int rank, const 
 	if (create) {
 		ret = mkdirs(st->dir);
 		if (ret) {
-			set_err(err, errlen, "cannot create %s: %s", st->dir, strerror(-ret));
+			stasis_errf(err, errlen, "cannot create %s: %s", st->dir, strerror(-ret));
 			goto err;
 		}
 	}
 	if (stat(st->dir, &sb) < 0) {
 		ret = -errno;
 		if (ret == -ENOENT)
-			set_err(err, errlen, "%s: missing", st->dir);
+			stasis_errf(err, errlen, "%s: missing", st->dir);
 		else
-			set_err(err, errlen, "%s: %s", st->dir, strerror(-ret));
+			stasis_errf(err, errlen, "%s: %s", st->dir, strerror(-ret));
 		goto err;
 	}
 	if (!S_ISDIR(sb.st_mode)) {
 		ret = -ENOTDIR;
-		set_err(err, errlen, "%s: not a directory", st->dir);
+		stasis_errf(err, errlen, "%s: not a directory", st->dir);
 		goto err;
 	}
 	/* It holds the whole memory of the program. */
 	if (sb.st_uid != geteuid()) {
 		ret = -EACCES;
-		set_err(err, errlen,
+		stasis_errf(err, errlen,
 			"%s: must be owned by you and mode 0700 (is %04o, owner uid %u)", st->dir,
 			(unsigned)(sb.st_mode & 07777), (unsigned)sb.st_uid);
 		goto err;
 	}
 	if (sb.st_mode & 077) {
 		ret = -EACCES;
-		set_err(err, errlen, "%s: must be owned by you and mode 0700 (is %04o)", st->dir,
+		stasis_errf(err, errlen, "%s: must be owned by you and mode 0700 (is %04o)", st->dir,
 			(unsigned)(sb.st_mode & 07777));
 		goto err;
 	}
@@ -214,7 +202,7 @@ int store_open(struct store *st, const char *pattern, int node, int rank, const 
 
 too_long:
 	ret = -ENAMETOOLONG;
-	set_err(err, errlen, "STASIS_DIR: %s: path too long", pattern);
+	stasis_errf(err, errlen, "STASIS_DIR: %s: path too long", pattern);
 err:
 	return ret;
 }
@@ -234,21 +222,6 @@ void store_path(const struct store *st, uint64_t id, enum store_file what, char 
 	snprintf(buf, len, "%s/%s", st->dir, name);
 }
 
-static int dir_fsync(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	while (fsync(fd) < 0) {
-		if (errno != EINTR) {
-			ret = -errno;
-			break;
-		}
-	}
-	close(fd);
-	return ret;
-}
 
 static uint64_t commit_crc(const struct commit_record *rec)
 {
@@ -303,7 +276,7 @@ int store_commit(const struct store *st, const struct commit_record *rec, char *
 		ret = -errno;
 		goto err_unlink;
 	}
-	ret = dir_fsync(st->dir);
+	ret = files_sync_dir(st->dir);
 	if (ret)
 		goto err;
 	return 0;
@@ -313,7 +286,7 @@ err_unlink:
 err:
 	if (fd >= 0)
 		close(fd);
-	set_err(err, errlen, "cannot write %s: %s", path, strerror(-ret));
+	stasis_errf(err, errlen, "cannot write %s: %s", path, strerror(-ret));
 	return ret;
 }
 
@@ -331,19 +304,19 @@ int store_read_commit(const struct store *st, uint64_t id, struct commit_record 
 	if (fd < 0) {
 		ret = -errno;
 		if (ret == -ENOENT)
-			set_err(err, errlen, "%s: missing", path);
+			stasis_errf(err, errlen, "%s: missing", path);
 		else
-			set_err(err, errlen, "%s: %s", path, strerror(-ret));
+			stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
 		return ret;
 	}
 	ret = -EBADMSG;
 	if (fstat(fd, &sb) < 0) {
 		ret = -errno;
-		set_err(err, errlen, "%s: %s", path, strerror(-ret));
+		stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
 		goto err;
 	}
 	if (sb.st_size < (off_t)sizeof(c)) {
-		set_err(err, errlen, "%s: truncated (%lld bytes)", path, (long long)sb.st_size);
+		stasis_errf(err, errlen, "%s: truncated (%lld bytes)", path, (long long)sb.st_size);
 		goto err;
 	}
 	do
@@ -351,24 +324,24 @@ int store_read_commit(const struct store *st, uint64_t id, struct commit_record 
 	while (n < 0 && errno == EINTR);
 	if (n != (ssize_t)sizeof(c)) {
 		ret = n < 0 ? -errno : -EIO;
-		set_err(err, errlen, "%s: %s", path, strerror(-ret));
+		stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
 		goto err;
 	}
 	if (memcmp(c.magic, STASIS_COMMIT_MAGIC, sizeof(c.magic))) {
-		set_err(err, errlen, "%s: not a stasis commit record (bad magic)", path);
+		stasis_errf(err, errlen, "%s: not a stasis commit record (bad magic)", path);
 		goto err;
 	}
 	if (c.version != STASIS_FORMAT_VERSION) {
-		set_err(err, errlen, "%s: format version %u, this stasis reads %u", path, c.version,
+		stasis_errf(err, errlen, "%s: format version %u, this stasis reads %u", path, c.version,
 			STASIS_FORMAT_VERSION);
 		goto err;
 	}
 	if (commit_crc(&c) != c.crc) {
-		set_err(err, errlen, "%s: checksum mismatch", path);
+		stasis_errf(err, errlen, "%s: checksum mismatch", path);
 		goto err;
 	}
 	if (c.ckpt_id != id) {
-		set_err(err, errlen, "%s: records checkpoint %llu", path,
+		stasis_errf(err, errlen, "%s: records checkpoint %llu", path,
 			(unsigned long long)c.ckpt_id);
 		goto err;
 	}
@@ -484,7 +457,7 @@ int store_remove(const struct store *st, uint64_t id)
 		if (!ret)
 			ret = unlink_ok(tmp);
 		if (!ret && order[i] == STORE_COMMIT)
-			ret = dir_fsync(st->dir);
+			ret = files_sync_dir(st->dir);
 		if (ret)
 			return ret;
 	}
@@ -499,7 +472,7 @@ int store_lock(const struct store *st, char *err, size_t errlen)
 	snprintf(path, sizeof(path), "%s/lock.r%d", st->dir, st->rank);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		set_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		stasis_errf(err, errlen, "cannot open %s: %s", path, strerror(errno));
 		return -errno;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
@@ -507,13 +480,13 @@ int store_lock(const struct store *st, char *err, size_t errlen)
 
 		close(fd);
 		if (e == EWOULDBLOCK) {
-			set_err(err, errlen,
+			stasis_errf(err, errlen,
 				"%s: another process of this job still runs as rank %d and "
 				"holds its checkpoints (a rank left over from a killed run?)",
 				st->dir, st->rank);
 			return -EBUSY;
 		}
-		set_err(err, errlen, "cannot lock %s: %s", path, strerror(e));
+		stasis_errf(err, errlen, "cannot lock %s: %s", path, strerror(e));
 		return -e;
 	}
 	return 0; /* fd stays open: the lock lasts as long as the process */
