@@ -138,7 +138,6 @@ int checkpoint_take(struct session *s)
 		/* A restart jumped here: everything above is the image's state. */
 		resuming = 0;
 		s->last_id = resumed_id;
-		s->last_full_id = resumed_id;
 		safepoint_resumed(captured.safepoint_index);
 		if (s->rank == 0 && s->cfg.verbose >= 1)
 			fprintf(stderr, "stasis: resumed from checkpoint %llu\n",
@@ -180,8 +179,6 @@ int checkpoint_take(struct session *s)
 	if (ret)
 		pr_err("checkpoint %llu: %s", (unsigned long long)id, err);
 	s->last_id = id;
-	if (!incremental)
-		s->last_full_id = id;
 	if (!ret) /* without our own record, our newest would look incomplete */
 		retention_prune(s);
 

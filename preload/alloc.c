@@ -102,13 +102,13 @@ EXPORT void *memalign(size_t alignment, size_t size)
 
 EXPORT void *valloc(size_t size)
 {
-	return aligned(CALLER, STASIS_PAGE_SIZE, size);
+	return aligned(CALLER, STASIS_PAGE, size);
 }
 
 EXPORT void *pvalloc(size_t size)
 {
-	return aligned(CALLER, STASIS_PAGE_SIZE,
-		       (size + STASIS_PAGE_SIZE - 1) & ~(size_t)(STASIS_PAGE_SIZE - 1));
+	return aligned(CALLER, STASIS_PAGE,
+		       (size + STASIS_PAGE - 1) & ~(size_t)(STASIS_PAGE - 1));
 }
 
 EXPORT size_t malloc_usable_size(void *ptr)
