@@ -8,7 +8,7 @@
 set -euo pipefail
 build=$(cd "${1:?usage: ckpt_perf.sh BUILD_DIR}" && pwd)
 app=$build/tests/apps/heat
-args=(${CKPT_PERF_ARGS:-768 2000})
+args=(${CKPT_PERF_ARGS:-768 10000})
 np=4
 rounds=${CKPT_PERF_ROUNDS:-3}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
