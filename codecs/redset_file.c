@@ -60,10 +60,10 @@ int full_pwrite(int fd, const void *buf, size_t len, uint64_t off)
 }
 
 /* Logical offset -> (file, offset) over the member's files in order; the
- * part past the last file is the logical zero padding. */
-int lf_read(const struct lfile *lf, uint64_t off, void *buf, size_t len)
+ * part past the last file is the logical zero padding (read as zeros,
+ * never written). */
+static int lf_io(const struct lfile *lf, uint64_t off, unsigned char *p, size_t len, bool write)
 {
-	unsigned char *p = buf;
 	uint64_t start = 0;
 	int ret;
 
@@ -74,38 +74,27 @@ int lf_read(const struct lfile *lf, uint64_t off, void *buf, size_t len)
 		if (off >= end)
 			continue;
 		n = end - off < len ? end - off : len;
-		ret = full_pread(lf->fd[i], p, n, off - start);
+		ret = write ? full_pwrite(lf->fd[i], p, n, off - start)
+			    : full_pread(lf->fd[i], p, n, off - start);
 		if (ret)
 			return ret;
 		p += n;
 		off += n;
 		len -= n;
 	}
-	memset(p, 0, len);
+	if (!write)
+		memset(p, 0, len);
 	return 0;
+}
+
+int lf_read(const struct lfile *lf, uint64_t off, void *buf, size_t len)
+{
+	return lf_io(lf, off, buf, len, false);
 }
 
 int lf_write(const struct lfile *lf, uint64_t off, const void *buf, size_t len)
 {
-	const unsigned char *p = buf;
-	uint64_t start = 0;
-	int ret;
-
-	for (int i = 0; i < lf->n && len; start += lf->size[i], i++) {
-		uint64_t end = start + lf->size[i];
-		size_t n;
-
-		if (off >= end)
-			continue;
-		n = end - off < len ? end - off : len;
-		ret = full_pwrite(lf->fd[i], p, n, off - start);
-		if (ret)
-			return ret;
-		p += n;
-		off += n;
-		len -= n;
-	}
-	return 0;
+	return lf_io(lf, off, (unsigned char *)buf, len, true);
 }
 
 void lf_close(struct lfile *lf)
