@@ -14,37 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "store.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
-
-#define CHECK_ERR(rc, want, err, ...) check_err(__LINE__, rc, want, err, __VA_ARGS__)
-
-static void check_err(int line, int rc, int want, const char *err, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static void check_err(int line, int rc, int want, const char *err, const char *fmt, ...)
-{
-	char expect[8192];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(expect, sizeof(expect), fmt, ap);
-	va_end(ap);
-	if (rc != want || strcmp(err, expect)) {
-		fprintf(stderr, "%s:%d: got %d \"%s\"\n    want %d \"%s\"\n", __FILE__, line, rc,
-			err, want, expect);
-		failures++;
-	}
-}
 
 static char base[] = "/tmp/test_store.XXXXXX";
 
