@@ -25,6 +25,7 @@ export STASIS_KEEP=1000
 export STASIS_FULL_EVERY=$((want + 8))
 cr_say "STASIS_DIRTY=${STASIS_DIRTY:-auto}"
 cr_app "$app" "${@:3}"
+cr_reference $((want + 3))
 
 cr_run run
 cr_wait_commits run "$want"

@@ -13,7 +13,7 @@ source "$(dirname "$0")/../lib/cr.sh"
 mode=${1:?usage: damage.sh missing|corrupt|truncated [APP [ARGS...]]}
 cr_setup
 cr_app "${2:-heat}" "${@:3}"
-cr_reference
+cr_reference 6
 # Three commits, so that with STASIS_KEEP=2 an older complete one remains.
 cr_prepare_checkpoints 3
 newest=$CR_NEWEST

@@ -18,7 +18,7 @@ want=${2:-3}
 cr_setup
 cr_say "STASIS_DIRTY=${STASIS_DIRTY:-auto}"
 cr_app "$app" "${@:3}"
-cr_reference
+cr_reference $((want + 3))
 
 EFAULT_RE='errno[ =]+14\b|EFAULT|Bad address'
 

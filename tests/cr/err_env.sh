@@ -9,6 +9,7 @@ source "$(dirname "$0")/../lib/cr.sh"
 
 cr_setup
 cr_app heat
+cr_reference
 cr_prepare_checkpoints 2
 before=$CR_TMP/before.snapshot
 cr_snapshot "$before"

@@ -12,6 +12,7 @@ mkdir -p "$CR_TMP/bin"
 cp "$STASIS_BUILD/tests/apps/heat" "$CR_TMP/bin/app"
 # shellcheck disable=SC2046 # the default arguments are words
 cr_app "$CR_TMP/bin/app" $(cr_default_args heat)
+cr_reference
 cr_prepare_checkpoints 2
 before=$CR_TMP/before.snapshot
 cr_snapshot "$before"

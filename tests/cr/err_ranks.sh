@@ -7,6 +7,7 @@ source "$(dirname "$0")/../lib/cr.sh"
 
 cr_setup
 cr_app heat
+cr_reference
 CR_NP=4 cr_prepare_checkpoints 2
 before=$CR_TMP/before.snapshot
 cr_snapshot "$before"

@@ -17,7 +17,7 @@ want=${2:-4}
 cr_setup
 export STASIS_FULL_EVERY=$((want + 8))
 cr_app "$app" "${@:3}"
-cr_reference
+cr_reference $((want + 3))
 
 cr_run run
 cr_wait_commits run "$want"
