@@ -1,4 +1,5 @@
 #define LOG_PREFIX "traffic: "
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,6 +180,45 @@ void traffic_recv_collective(void *buf, int count, MPI_Datatype type, MPI_Comm c
 	if (per_rank && PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
 		return;
 	traffic_recv_buffer(buf, count * size, type);
+}
+
+void traffic_recv_blocks(void *buf, const int *counts, const int *displs, MPI_Datatype type,
+			 MPI_Comm comm)
+{
+	struct session *s = session_get();
+	int size;
+	long end = 0;
+
+	if (!s || s->dirty != &dirty_mprotect_backend || !counts || !displs ||
+	    PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
+		return;
+	/* One range from the buffer to the end of the farthest block: the
+	 * gaps between blocks cost a few extra dirty pages, not correctness. */
+	for (int i = 0; i < size; i++)
+		if (counts[i] > 0 && displs[i] >= 0 && (long)displs[i] + counts[i] > end)
+			end = (long)displs[i] + counts[i];
+	if (end > 0 && end <= INT_MAX)
+		traffic_recv_buffer(buf, (int)end, type);
+}
+
+void traffic_recv_my_block(void *buf, const int *counts, MPI_Datatype type, MPI_Comm comm)
+{
+	struct session *s = session_get();
+	int rank;
+
+	if (!s || s->dirty != &dirty_mprotect_backend || !counts ||
+	    PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
+		return;
+	traffic_recv_buffer(buf, counts[rank], type);
+}
+
+bool traffic_is_root(MPI_Comm comm, int root)
+{
+	int rank;
+
+	if (root == MPI_ROOT)
+		return true;
+	return PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS && rank == root;
 }
 
 void traffic_counts(int64_t *unmatched, int64_t *pending)

@@ -35,6 +35,18 @@ void traffic_recv_buffer(void *buf, int count, MPI_Datatype type);
 void traffic_recv_collective(void *buf, int count, MPI_Datatype type, MPI_Comm comm,
 			     bool per_rank);
 
+/* Before a v-collective writes recvbuf: counts[i] elements at displs[i]
+ * (in extents of type) for each rank i of comm. */
+void traffic_recv_blocks(void *buf, const int *counts, const int *displs, MPI_Datatype type,
+			 MPI_Comm comm);
+
+/* Before a collective writes this rank's block, counts[rank] elements. */
+void traffic_recv_my_block(void *buf, const int *counts, MPI_Datatype type, MPI_Comm comm);
+
+/* This rank is the root of a rooted collective (its receive arguments are
+ * significant only there). */
+bool traffic_is_root(MPI_Comm comm, int root);
+
 /* This rank's messages sent minus received, and its pending requests. */
 void traffic_counts(int64_t *unmatched, int64_t *pending);
 

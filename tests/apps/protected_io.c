@@ -9,6 +9,10 @@
  *     and a heap buffer) and with MPI_Recv (into a heap buffer and a static
  *     array); messages are large enough for Open MPI's shared-memory
  *     single-copy path (CMA: the sender's process_vm_writev writes here);
+ *   - gathers words of every rank with the v-collectives (MPI_Allgatherv
+ *     into a static array, MPI_Alltoallv into a heap buffer, MPI_Gatherv
+ *     to rank 0, MPI_Reduce_scatter), whose receive sizes come from count
+ *     and displacement arrays, with gaps between the blocks;
  *   - read()s two slices of a file it wrote at start, one into a heap buffer
  *     and one into a static array, at unaligned addresses;
  *   - checks every received word against what the sender must have sent
@@ -19,7 +23,7 @@
  * The receive buffers are never written by the program itself, so after
  * every checkpoint they are clean, write-protected pages again.
  *
- *   protected_io [N [ITERS]]      N 64-bit words per message (<= 65536)
+ *   protected_io [N [ITERS]]      N 64-bit words per message (64..65536)
  *
  * The file is $TMPDIR/protected_io.<rank> (or /tmp): the same path in a
  * restarted job, which no longer has the descriptor (it opens the file
@@ -43,6 +47,9 @@
 /* Static receive targets (.bss). One spare word so that the data can start
  * at an address that is not page aligned. */
 static uint64_t s_irecv[MAXN + 1], s_recv[MAXN + 1], s_read[MAXN + 1];
+/* Static target of MPI_Allgatherv: up to 8 ranks' blocks with gaps. */
+#define MAXV 8
+static uint64_t s_allgv[MAXV * (MAXN + 64)];
 /* A lookup table filled once at start and only read afterwards: its pages
  * stay clean through every later checkpoint, yet every image must hold them
  * (a full image above all). */
@@ -133,10 +140,86 @@ static void check(const uint64_t *buf, long n, long it, int from, int tag)
 		}
 }
 
+/* The v-collectives of one iteration: rank r contributes n - 8 * r words
+ * (block r of tag 4, 5, 6, 7), placed with a gap of 64 words between
+ * blocks. Every received word is checked; returns their fold. */
+static uint64_t vcollectives(long it, long n, uint64_t *h_alltoallv, uint64_t *h_gatherv,
+			     uint64_t *h_rscatter, uint64_t *vsend)
+{
+	int counts[MAXV], displs[MAXV], scounts[MAXV], sdispls[MAXV];
+	long mine = n - 8 * rank, gap = 64;
+	uint64_t fold = 0;
+
+	for (int r = 0, at = 0; r < size; r++) {
+		counts[r] = (int)(n - 8 * r);
+		displs[r] = at;
+		at += counts[r] + gap;
+	}
+	/* Allgatherv: everyone gets every rank's block of tag 4. */
+	for (long i = 0; i < mine; i++)
+		vsend[i] = word(it, rank, 4, i);
+	MPI_Allgatherv(vsend, (int)mine, MPI_UINT64_T, s_allgv, counts, displs, MPI_UINT64_T,
+		       MPI_COMM_WORLD);
+	for (int r = 0; r < size; r++) {
+		check(s_allgv + displs[r], counts[r], it, r, 4);
+		fold += s_allgv[displs[r] + it % counts[r]];
+	}
+	/* Alltoallv: rank r's block for rank d is its first n - 8 * r words of
+	 * tag 5; every block lands at displs[r] here. */
+	for (int d = 0; d < size; d++) {
+		scounts[d] = (int)mine;
+		sdispls[d] = 0;
+	}
+	for (long i = 0; i < mine; i++)
+		vsend[i] = word(it, rank, 5, i);
+	MPI_Alltoallv(vsend, scounts, sdispls, MPI_UINT64_T, h_alltoallv, counts, displs,
+		      MPI_UINT64_T, MPI_COMM_WORLD);
+	for (int r = 0; r < size; r++) {
+		check(h_alltoallv + displs[r], counts[r], it, r, 5);
+		fold += h_alltoallv[displs[r] + (it * 3) % counts[r]];
+	}
+	/* Gatherv to rank 0 of tag 6 (the counts are significant only there). */
+	for (long i = 0; i < mine; i++)
+		vsend[i] = word(it, rank, 6, i);
+	MPI_Gatherv(vsend, (int)mine, MPI_UINT64_T, h_gatherv, rank == 0 ? counts : NULL,
+		    rank == 0 ? displs : NULL, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+	if (rank == 0)
+		for (int r = 0; r < size; r++) {
+			check(h_gatherv + displs[r], counts[r], it, r, 6);
+			fold += h_gatherv[displs[r] + (it * 5) % counts[r]];
+		}
+	/* Reduce_scatter with BXOR: rank r gets counts[r] words, the XOR over
+	 * every rank of its words of tag 7 (all equal but the rank bits). */
+	for (long i = 0; i < counts[0] + (size - 1) * (long)counts[0]; i++)
+		vsend[i] = word(it, 0, 7, i) ^ (uint64_t)rank;
+	{
+		int rcounts[MAXV];
+		long at = 0;
+		uint64_t ranks = 0;
+
+		for (int r = 0; r < size; r++) {
+			rcounts[r] = counts[r];
+			ranks ^= (uint64_t)r;
+		}
+		for (int r = 0; r < rank; r++)
+			at += rcounts[r];
+		MPI_Reduce_scatter(vsend, h_rscatter, rcounts, MPI_UINT64_T, MPI_BXOR, MPI_COMM_WORLD);
+		for (long i = 0; i < rcounts[rank]; i++) {
+			uint64_t want = (size % 2 ? word(it, 0, 7, at + i) : 0) ^ ranks;
+
+			if (h_rscatter[i] != want)
+				die("MPI_Reduce_scatter delivered wrong data");
+		}
+		fold += h_rscatter[it % rcounts[rank]];
+	}
+	return fold;
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 16384, iters = argc > 2 ? atol(argv[2]) : 4000;
 	uint64_t *send[4], *h_irecv, *h_recv, *h_read, *state, sum, total, h;
+	uint64_t *h_alltoallv, *h_gatherv, *h_rscatter, *vsend, vfold;
 	int left, right;
 	MPI_Request req[6];
 	const char *tmp = getenv("TMPDIR");
@@ -144,8 +227,10 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	if (n < 1 || n > MAXN || iters < 1)
-		die("usage: protected_io [N (1..65536) [ITERS]]");
+	if (n < 64 || n > MAXN || iters < 1)
+		die("usage: protected_io [N (64..65536) [ITERS]]");
+	if (size > MAXV)
+		die("at most 8 ranks");
 	left = (rank + size - 1) % size;
 	right = (rank + 1) % size;
 	snprintf(path, sizeof(path), "%s/protected_io.%d", tmp && *tmp ? tmp : "/tmp", rank);
@@ -160,7 +245,12 @@ int main(int argc, char **argv)
 	h_recv = malloc((n + 1) * sizeof(uint64_t));
 	h_read = malloc((n + 1) * sizeof(uint64_t));
 	state = calloc(n, sizeof(uint64_t));
-	if (!send[0] || !send[1] || !send[2] || !send[3] || !h_irecv || !h_recv || !h_read || !state)
+	h_alltoallv = malloc(MAXV * (n + 64) * sizeof(uint64_t));
+	h_gatherv = malloc(MAXV * (n + 64) * sizeof(uint64_t));
+	h_rscatter = malloc(n * sizeof(uint64_t));
+	vsend = malloc(MAXV * n * sizeof(uint64_t));
+	if (!send[0] || !send[1] || !send[2] || !send[3] || !h_irecv || !h_recv || !h_read || !state ||
+	    !h_alltoallv || !h_gatherv || !h_rscatter || !vsend)
 		die("out of memory");
 
 	for (long it = 0; it < iters; it++) {
@@ -190,7 +280,8 @@ int main(int argc, char **argv)
 		check(hi, n, it, right, 1);
 		check(hr, n, it, left, 2);
 		check(sr, n, it, right, 3);
-		sum = 0;
+		vfold = vcollectives(it, n, h_alltoallv, h_gatherv, h_rscatter, vsend);
+		sum = vfold >> 8;
 		for (long i = 0; i < n; i++) {
 			state[i] = mix(state[i] ^ ri[i]) + hi[i] + (hr[i] ^ sr[i]) + mix(fh[i] + fs[i]) +
 				   lut[(i + it) % LUT_WORDS];
