@@ -54,7 +54,7 @@ void retention_prune(struct session *s)
 	/* Anything newer than the last commit belongs to a checkpoint still
 	 * being written elsewhere: not ours to judge. */
 	for (int i = 0; i < n; i++) {
-		if (keep[i] || ids[i] > s->last_id)
+		if (keep[i] || ids[i] > s->last_id || ids[i] < s->own_from)
 			continue;
 		pr_debug("removing checkpoint %llu", (unsigned long long)ids[i]);
 		store_remove(&s->store, ids[i]);

@@ -123,6 +123,25 @@ static void job_key(char *out, size_t len)
 	snprintf(out, len, "%.255s", base ? base + 1 : (n > 0 ? exe : "program"));
 }
 
+/* A fresh run numbers its checkpoints above every id any rank has on disk
+ * (an earlier run's, of the same job key), so that its own are the newest
+ * for stasis-restart and no name is reused. It leaves the earlier run's
+ * checkpoints in place: they may be the ones the user meant to restart. */
+static uint64_t first_free_id(struct session *s)
+{
+	uint64_t ids[1], newest = 0;
+
+	if (store_list(&s->store, ids, 1) == 1)
+		newest = ids[0];
+	PMPI_Allreduce(MPI_IN_PLACE, &newest, 1, MPI_UINT64_T, MPI_MAX, s->comm);
+	if (newest && s->rank == 0)
+		pr_warn("%s holds checkpoints of an earlier run of '%s' (up to %llu): they stay, "
+			"this run numbers its own from %llu, and stasis-restart resumes the newest",
+			s->store.dir, s->job, (unsigned long long)newest,
+			(unsigned long long)newest + 1);
+	return newest + 1;
+}
+
 void session_after_init(int required, int provided)
 {
 	struct session *s = &session;
@@ -188,7 +207,8 @@ void session_after_init(int required, int provided)
 		stop_run();
 	}
 	tracking_start(s);
-	s->next_id = 1;
+	if (!s->cfg.restart)
+		s->own_from = s->next_id = first_free_id(s);
 	s->enabled = true;
 	initialized = true;
 	if (safepoint_start(s, err, sizeof(err))) {

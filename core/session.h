@@ -24,6 +24,8 @@ struct session {
 	uint64_t exe_hash;
 	uint64_t last_id;        /* newest committed checkpoint (0: none) */
 	uint64_t next_id;        /* above every id on disk: never reuse a name */
+	uint64_t own_from;       /* a fresh run's first id: retention leaves
+				  * older ones (an earlier run's) alone */
 	bool enabled;            /* checkpoints are taken */
 	const char *blocked_by;  /* first unsupported feature used, or NULL */
 	const struct dirty_backend *dirty; /* NULL: every checkpoint is full */

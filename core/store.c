@@ -421,12 +421,17 @@ int store_list(const struct store *st, uint64_t *ids, int max)
 		if (!uniq || all[uniq - 1] != all[i])
 			all[uniq++] = all[i];
 	if (ids) {
+		size_t skip = 0;
+
 		if (max < 0)
 			max = 0;
-		if (uniq > (size_t)max)
+		/* The newest matter most (restart, numbering): keep the tail. */
+		if (uniq > (size_t)max) {
+			skip = uniq - max;
 			uniq = max;
+		}
 		if (uniq)
-			memcpy(ids, all, uniq * sizeof(*ids));
+			memcpy(ids, all + skip, uniq * sizeof(*ids));
 	}
 	ret = uniq > INT_MAX ? INT_MAX : (int)uniq;
 err:

@@ -46,7 +46,7 @@ int store_commit(const struct store *st, const struct commit_record *rec, char *
 int store_read_commit(const struct store *st, uint64_t id, struct commit_record *rec, char *err,
 		      size_t errlen);
 /* Checkpoint ids that have any file of this rank, ascending; returns count
- * (at most max) or -errno. */
+ * or -errno. Beyond max ids, the newest max of them. */
 int store_list(const struct store *st, uint64_t *ids, int max);
 /* Remove this rank's files of checkpoint id (image, redundancy, commit;
  * the commit record first, so a half-removed checkpoint is never complete). */

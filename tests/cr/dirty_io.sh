@@ -43,6 +43,10 @@ cr_kill run
 no_efault run
 newest=$(cr_newest_complete)
 [[ -n $newest ]] || cr_fail "no complete checkpoint on disk after $want commits"
+# The uninterrupted run's checkpoints are still there, older: the restart
+# must resume the killed run, not the end of the other one.
+((newest >= $(cr_last_commit run))) ||
+	cr_fail "newest complete checkpoint $newest is older than the killed run's last commit $(cr_last_commit run)"
 
 cr_restart restart
 cr_expect_status restart 0
