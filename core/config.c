@@ -99,6 +99,15 @@ int config_load(struct stasis_config *cfg, char *err, size_t errlen)
 	} else {
 		default_dir(cfg->dir, sizeof(cfg->dir));
 	}
+	if ((v = env("STASIS_JOB"))) {
+		/* It names a directory: one plain path component. */
+		if (!v[0] || v[0] == '.' || strlen(v) >= sizeof(cfg->job) ||
+		    strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+			    strlen(v))
+			BAD("STASIS_JOB", v,
+			    "is not a name of 1-255 letters, digits, '.', '_', '-' (not starting with '.')");
+		strcpy(cfg->job, v);
+	}
 	if ((v = env("STASIS_INTERVAL"))) {
 		if (!strcmp(v, "auto"))
 			cfg->interval_auto = true;
@@ -145,7 +154,7 @@ int config_load(struct stasis_config *cfg, char *err, size_t errlen)
 
 void config_print(const struct stasis_config *cfg)
 {
-	pr_info("STASIS_DIR=%s", cfg->dir);
+	pr_info("STASIS_DIR=%s STASIS_JOB=%s", cfg->dir, cfg->job[0] ? cfg->job : "(executable name)");
 	if (cfg->interval_auto)
 		pr_info("STASIS_INTERVAL=auto (STASIS_MTBF=%g s)", cfg->mtbf);
 	else

@@ -9,6 +9,7 @@
 
 struct stasis_config {
 	char dir[4096];           /* STASIS_DIR pattern (%n, %r) */
+	char job[256];            /* STASIS_JOB, "" = the executable's name */
 	double interval;          /* STASIS_INTERVAL seconds (> 0) */
 	bool interval_auto;       /* STASIS_INTERVAL=auto */
 	double mtbf;              /* STASIS_MTBF seconds, for auto */

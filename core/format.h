@@ -18,7 +18,7 @@
 
 #define STASIS_IMAGE_MAGIC "STASISIM" /* 8 bytes, no NUL stored */
 #define STASIS_COMMIT_MAGIC "STASISOK"
-#define STASIS_FORMAT_VERSION 1u
+#define STASIS_FORMAT_VERSION 2u
 #define STASIS_PAGE 4096u
 #define STASIS_STATE_MAX 3072u /* opaque saved state (registers, counters) */
 
@@ -48,6 +48,7 @@ struct image_header {
 	uint32_t nranks;
 	uint32_t uid; /* owner: must equal getuid() of the reader */
 	uint64_t exe_hash; /* crc64 of the executable file */
+	uint64_t args_hash; /* crc64 of the program's arguments after argv[0] */
 	uint64_t nregions;
 	uint64_t data_bytes; /* region payload bytes (bitmaps and pages) */
 	uint64_t created_ns; /* CLOCK_REALTIME */

@@ -97,6 +97,13 @@ static enum verdict load_image(struct session *s, uint64_t id, struct loaded *l,
 			 (unsigned long long)id, s->job);
 		return FATAL;
 	}
+	if (h->args_hash != s->args_hash) {
+		snprintf(why, len,
+			 "checkpoint %llu was taken with other program arguments: restart with "
+			 "the command line of the run it continues",
+			 (unsigned long long)id);
+		return FATAL;
+	}
 	if (h->rank != (uint32_t)s->rank || h->ckpt_id != id ||
 	    h->state_size != sizeof(struct saved_state)) {
 		snprintf(why, len, "%s: header does not describe rank %d, checkpoint %llu", path,

@@ -1,5 +1,7 @@
 #define LOG_PREFIX ""
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <isa-l.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,15 +114,39 @@ static void __attribute__((noreturn)) stop_run(void)
 	exit(1);
 }
 
-static void job_key(char *out, size_t len)
+static void job_key(const char *configured, char *out, size_t len)
 {
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	const char *base;
 
+	if (configured[0]) {
+		snprintf(out, len, "%.255s", configured);
+		return;
+	}
 	exe[n > 0 ? n : 0] = 0;
 	base = strrchr(exe, '/');
 	snprintf(out, len, "%.255s", base ? base + 1 : (n > 0 ? exe : "program"));
+}
+
+/* crc64 of the program's arguments after argv[0] (whose spelling depends
+ * on how the launcher was called, while the executable is checked by its
+ * contents), from /proc/self/cmdline: Fortran programs have no argv. */
+static uint64_t args_crc64(void)
+{
+	static char buf[1 << 16];
+	size_t n = 0, first;
+	ssize_t r;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	while (n < sizeof(buf) && (r = read(fd, buf + n, sizeof(buf) - n)) > 0)
+		n += r;
+	close(fd);
+	first = strnlen(buf, n);
+	first += first < n;
+	return crc64_ecma_refl(0, (const unsigned char *)buf + first, n - first);
 }
 
 /* A fresh run numbers its checkpoints above every id any rank has on disk
@@ -167,9 +193,10 @@ void session_after_init(int required, int provided)
 		session_unsupported("MPI_THREAD_MULTIPLE");
 	s->blocked_by = blocked_by;
 	PMPI_Comm_dup(MPI_COMM_WORLD, &s->comm);
-	job_key(s->job, sizeof(s->job));
+	job_key(s->cfg.job, s->job, sizeof(s->job));
 	if (file_crc64("/proc/self/exe", &s->exe_hash))
 		pr_warn("cannot read /proc/self/exe to identify the executable");
+	s->args_hash = args_crc64();
 
 	s->dirty = dirty_select(s->cfg.dirty, err, sizeof(err));
 	ret = !s->dirty && err[0] ? -EINVAL : 0;
