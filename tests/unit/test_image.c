@@ -239,7 +239,7 @@ static void edit_header(const char *path, void (*edit)(struct image_header *))
 
 static void set_version(struct image_header *h)
 {
-	h->version = 2;
+	h->version = STASIS_FORMAT_VERSION + 1;
 }
 
 static void set_uid(struct image_header *h)
@@ -389,7 +389,8 @@ static void bad_files(const char *dir)
 	copy_file(good, bad);
 	edit_header(bad, set_version);
 	rc = open_err(bad, err, sizeof(err));
-	CHECK_ERR(rc, -EBADMSG, err, "%s: format version 2, this stasis reads 1", bad);
+	CHECK_ERR(rc, -EBADMSG, err, "%s: format version %u, this stasis reads %u", bad,
+		  STASIS_FORMAT_VERSION + 1, STASIS_FORMAT_VERSION);
 
 	copy_file(good, bad);
 	edit_header(bad, set_uid);

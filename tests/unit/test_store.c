@@ -182,8 +182,9 @@ static void test_commit(struct store *st)
 			CHECK_ERR(rc, -EBADMSG, err, "%s: not a stasis commit record (bad magic)",
 				  path);
 		else if (off < 12)
-			CHECK_ERR(rc, -EBADMSG, err, "%s: format version %u, this stasis reads 1",
-				  path, STASIS_FORMAT_VERSION ^ (0x10u << 8 * (off - 8)));
+			CHECK_ERR(rc, -EBADMSG, err, "%s: format version %u, this stasis reads %u",
+				  path, STASIS_FORMAT_VERSION ^ (0x10u << 8 * (off - 8)),
+				  STASIS_FORMAT_VERSION);
 		else
 			CHECK_ERR(rc, -EBADMSG, err, "%s: checksum mismatch", path);
 		b ^= 0x10;
@@ -223,8 +224,8 @@ static void test_list_remove(struct store *st)
 
 	n = store_list(st, ids, 8);
 	CHECK(n == 4 && ids[0] == 1 && ids[1] == 3 && ids[2] == 10 && ids[3] == 12);
-	n = store_list(st, ids, 2);
-	CHECK(n == 2 && ids[0] == 1 && ids[1] == 3);
+	n = store_list(st, ids, 2); /* beyond max: the newest */
+	CHECK(n == 2 && ids[0] == 10 && ids[1] == 12);
 	CHECK(store_list(st, NULL, 0) == 4);
 
 	CHECK(store_remove(st, 3) == 0);
