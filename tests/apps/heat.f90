@@ -6,9 +6,13 @@
 ! every sweep (the safe point). Module variables hold part of the state so
 ! a restart must restore the Fortran data segment as well as the heap.
 !
-!   heat_f [N [ITERS]]
+!   heat_f [N [ITERS [EVERY]]]
 !
-! Output (rank 0, stdout, only at the end):
+! Output (rank 0, stdout): with EVERY > 0, a progress line every EVERY
+! sweeps (through libgfortran's buffered unit 6: a restart must neither
+! lose nor repeat what was written before its checkpoint),
+!   heat_f: sweep <I> residual=<17 significant digits>
+! and at the end
 !   heat_f: n=<N> iters=<ITERS> checksum=<16 hex> residual=<17 significant digits>
 module heat_state
   implicit none
@@ -24,7 +28,7 @@ program heat_f
   use heat_state
   implicit none
 
-  integer :: n, iters, rank, nranks, ierr, rows, row0, up, down
+  integer :: n, iters, every, rank, nranks, ierr, rows, row0, up, down
   integer :: it, i, j, g, r
   real(dp), allocatable :: u(:, :), v(:, :), src(:, :), all(:, :)
   integer, allocatable :: counts(:), displs(:)
@@ -46,8 +50,13 @@ program heat_f
     call get_command_argument(2, arg)
     read (arg, *) iters
   end if
-  if (n < nranks .or. iters < 1) then
-    if (rank == 0) write (0, '(a)') 'heat_f: usage: heat_f [N [ITERS]], N >= ranks'
+  every = 0
+  if (command_argument_count() >= 3) then
+    call get_command_argument(3, arg)
+    read (arg, *) every
+  end if
+  if (n < nranks .or. iters < 1 .or. every < 0) then
+    if (rank == 0) write (0, '(a)') 'heat_f: usage: heat_f [N [ITERS [EVERY]]], N >= ranks'
     call MPI_ABORT(MPI_COMM_WORLD, 2, ierr)
   end if
 
@@ -95,6 +104,10 @@ program heat_f
                        MPI_COMM_WORLD, ierr)
     history(mod(it, nhist)) = residual
     sweeps_done = sweeps_done + 1
+    if (every > 0 .and. rank == 0) then
+      if (mod(sweeps_done, every) == 0) &
+        write (*, '(a,i0,a,es24.17e3)') 'heat_f: sweep ', sweeps_done, ' residual=', residual
+    end if
   end do
 
   ! Gather the interior rows on rank 0 in global order and hash them.
