@@ -332,11 +332,11 @@ cr_iters_index() {
 # A job under stasis must live long enough for the checkpoints a test
 # waits for, whatever the machine's speed (a faster machine with more cores
 # ran the fixed sizes in under 2 s and ended before the second checkpoint).
-# So when the run takes less than MIN_SECONDS (default 5), the iteration
+# So when the run takes less than MIN_SECONDS (default 4), the iteration
 # count is scaled up and the run repeated: every later run uses the new
 # count, and the output to match is that of the longer run.
 cr_reference() {
-	local min_ms=$((${1:-5} * 1000)) t0 at old factor try
+	local min_ms=$((${1:-4} * 1000)) t0 at old factor try
 	for ((try = 1; ; try++)); do
 		t0=$(date +%s%3N)
 		# shellcheck disable=SC2046
@@ -352,9 +352,9 @@ cr_reference() {
 			cr_say "note: shorter than $((min_ms / 1000))s and no iteration count to scale in: ${CR_ARGS[*]}"
 			break
 		fi
-		# Aim at twice the minimum: start-up time does not scale.
+		# Aim 50% above the minimum (start-up time does not scale).
 		old=${CR_ARGS[at]}
-		factor=$(((min_ms * 2 + CR_REF_MS - 1) / CR_REF_MS))
+		factor=$(((min_ms * 3 / 2 + CR_REF_MS - 1) / CR_REF_MS))
 		CR_ARGS[at]=$((old * factor))
 		cr_say "too short for the checkpoints to come (< $((min_ms / 1000))s): iterations $old -> ${CR_ARGS[at]}"
 	done
