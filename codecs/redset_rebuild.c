@@ -242,20 +242,27 @@ static int bcast_meta(const struct redset *rs, int root, struct set_meta *m)
 {
 	uint64_t hdr[3] = {m->blob_len, m->max_logical, m->chunk};
 	void *blob;
-	int ret;
+	int ret, ok;
 
 	ret = redset_mpi_ret(PMPI_Bcast(hdr, 3, MPI_UINT64_T, root, rs->comm));
 	if (ret)
 		return ret;
-	if (rs->me == root)
-		return redset_mpi_ret(
-		    PMPI_Bcast(m->blob, (int)m->blob_len, MPI_BYTE, root, rs->comm));
-	red_meta_free(m);
-	blob = malloc(hdr[0] ? hdr[0] : 1);
-	ret = redset_mpi_ret(PMPI_Bcast(blob ? blob : (void *)hdr, blob ? (int)hdr[0] : 0, MPI_BYTE,
-					root, rs->comm));
-	if (!blob)
-		return -ENOMEM;
+	if (rs->me == root) {
+		blob = m->blob;
+	} else {
+		red_meta_free(m);
+		blob = malloc(hdr[0] ? hdr[0] : 1);
+	}
+	/* Every member must have room before the broadcast, or one that has
+	 * none would leave the others waiting in it. */
+	ok = blob != NULL;
+	ret = redset_mpi_ret(PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, rs->comm));
+	if (!ret && !ok)
+		ret = -ENOMEM;
+	if (!ret)
+		ret = redset_mpi_ret(PMPI_Bcast(blob, (int)hdr[0], MPI_BYTE, root, rs->comm));
+	if (rs->me == root || !blob)
+		return ret;
 	m->blob = blob;
 	m->blob_len = hdr[0];
 	m->max_logical = hdr[1];
@@ -375,11 +382,13 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 	bool red_ok, red_new = false, data_new = false;
 	int have;
 
-	if (!flags || !data_lost || !red_lost || !red || !tmp) {
-		ret = -ENOMEM;
+	ret = !flags || !data_lost || !red_lost || !red || !tmp ? -ENOMEM : 0;
+	if (ret)
 		stasis_errf(err, errlen, "out of memory");
+	/* Collective: a member that stopped here alone would hang the others. */
+	ret = agree(rs, ret, err, errlen, "starting the rebuild");
+	if (ret)
 		goto out;
-	}
 
 	red_ok = red_load(rs, red, &m, &io.sec, &io.red_fd) == 0;
 	if (!red_ok)
