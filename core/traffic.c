@@ -212,10 +212,13 @@ void traffic_recv_my_block(void *buf, const int *counts, MPI_Datatype type, MPI_
 	traffic_recv_buffer(buf, counts[rank], type);
 }
 
-bool traffic_is_root(MPI_Comm comm, int root)
+bool traffic_root_prepares(MPI_Comm comm, int root)
 {
+	struct session *s = session_get();
 	int rank;
 
+	if (!s || s->dirty != &dirty_mprotect_backend)
+		return false;
 	if (root == MPI_ROOT)
 		return true;
 	return PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS && rank == root;

@@ -43,9 +43,10 @@ void traffic_recv_blocks(void *buf, const int *counts, const int *displs, MPI_Da
 /* Before a collective writes this rank's block, counts[rank] elements. */
 void traffic_recv_my_block(void *buf, const int *counts, MPI_Datatype type, MPI_Comm comm);
 
-/* This rank is the root of a rooted collective (its receive arguments are
- * significant only there). */
-bool traffic_is_root(MPI_Comm comm, int root);
+/* Receive buffers need preparing (mprotect backend) and this rank is the
+ * root of a rooted collective, whose receive arguments mean something only
+ * there. */
+bool traffic_root_prepares(MPI_Comm comm, int root);
 
 /* This rank's messages sent minus received, and its pending requests. */
 void traffic_counts(int64_t *unmatched, int64_t *pending);

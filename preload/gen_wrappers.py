@@ -75,7 +75,7 @@ def recv_hook(ann, fortran):
         call = "traffic_recv_collective(%s, %s, %s, %s, %s);" % (
             buf, i(count), dtype, comm, "true" if per_rank else "false")
     if len(fields) == 5:
-        call = "if (traffic_is_root(%s, %s))\n\t\t%s" % (comm, i("root"), call)
+        call = "if (traffic_root_prepares(%s, %s))\n\t\t%s" % (comm, i("root"), call)
     return call
 
 
