@@ -6,6 +6,7 @@
 #include "arena.h"
 #include "dirty.h"
 #include "format.h"
+#include "image.h"
 #include "log.h"
 #include "session.h"
 #include "tracking.h"
@@ -124,6 +125,18 @@ static size_t words_for(const struct region *r)
 	return ((r->end - r->start) / STASIS_PAGE + 63) / 64;
 }
 
+/* A partial region stores its bitmap (a page at least) besides its dirty
+ * pages: when that is not smaller than the region, it is saved whole (a
+ * one-page data segment, a region written all over). */
+static bool cheaper_whole(const struct region *r, const uint64_t *bits)
+{
+	uint64_t length = r->end - r->start, pages = 0;
+
+	for (size_t w = 0; w < words_for(r); w++)
+		pages += __builtin_popcountll(bits[w]);
+	return image_bitmap_bytes(length) + pages * STASIS_PAGE >= length;
+}
+
 bool tracking_prepare(struct session *s, const struct region *regions, int n,
 		      struct image_region *out)
 {
@@ -173,7 +186,7 @@ bool tracking_prepare(struct session *s, const struct region *regions, int n,
 		set_bits(bits, (end - r->start) / STASIS_PAGE, (r->end - end) / STASIS_PAGE, false);
 		if (r->kind == REGION_ARENA)
 			take_discarded(r, bits);
-		out[i].dirty = bits;
+		out[i].dirty = cheaper_whole(r, bits) ? NULL : bits;
 	}
 	if (!incremental)
 		for (int i = 0; i < n; i++)
