@@ -11,6 +11,7 @@
 #   CR_STASIS_RUN, CR_STASIS_RESTART
 #                    override the tools (used to test the harness itself)
 #   CR_NP            ranks (default 4)
+#   CR_LAUNCHER      mpirun (default) or another name of it, e.g. mpiexec
 #   CR_TIMEOUT       seconds to wait for a line or an exit (default 120)
 #   CR_KEEP_TMP=1    keep the temporary directory even on success
 #
@@ -111,7 +112,7 @@ cr_setup() {
 	export STASIS_VERBOSE=1
 	export STASIS_INTERVAL=${STASIS_INTERVAL:-0.5}
 	unset STASIS_FAULT STASIS_KEEP
-	cr_say "temporary directory $CR_TMP, $CR_NP ranks, STASIS_INTERVAL=$STASIS_INTERVAL"
+	cr_say "temporary directory $CR_TMP, $CR_NP ranks, STASIS_INTERVAL=$STASIS_INTERVAL, launcher ${CR_LAUNCHER:-mpirun}"
 }
 
 # cr_app NAME [ARGS...]: the program every later run uses. Without ARGS,
@@ -131,7 +132,7 @@ cr_app() {
 }
 
 cr_mpirun() {
-	echo mpirun --oversubscribe -np "$CR_NP"
+	echo "${CR_LAUNCHER:-mpirun}" --oversubscribe -np "$CR_NP"
 }
 
 # --- jobs -----------------------------------------------------------------
