@@ -12,11 +12,14 @@
 #   --corrupt      flip one byte of the newest image of N ranks of set 1
 #                  (3, then 5, 7, 1): set 0, with rank 0, stays whole
 #   --corrupt-all  the same in every image of those ranks
+#   --corrupt-red  flip one byte of the newest redundancy file of rank 3
+#                  and delete the newest image of rank 5 (both in set 1):
+#                  two losses in one set
 # Within the scheme's tolerance (partner: replicas, xor: 1, rs: k): the
 # restart warns that it rebuilt lost or damaged images, resumes from the
 # newest checkpoint and prints exactly what an uninterrupted run prints.
 # Beyond it:
-#   - older checkpoints intact (--corrupt): a warning naming the set, the
+#   - older checkpoints intact (--corrupt, --corrupt-red): a warning naming the set, the
 #     lost ranks and the tolerance, and the restart resumes from an older
 #     checkpoint with the same output;
 #   - no checkpoint usable: the restart exits non-zero with an error line
@@ -29,7 +32,7 @@ set -euo pipefail
 # shellcheck source=../lib/cr.sh
 source "$(dirname "$0")/../lib/cr.sh"
 
-usage='usage: redundancy.sh partner|xor|rs [--k K] [--lose N] [--corrupt|--corrupt-all] [APP [ARGS...]]'
+usage='usage: redundancy.sh partner|xor|rs [--k K] [--lose N] [--corrupt|--corrupt-all|--corrupt-red] [APP [ARGS...]]'
 scheme=${1:?$usage}
 shift
 k=
@@ -41,6 +44,7 @@ while (($# > 0)); do
 	--lose) lose=${2:?$usage} && shift 2 ;;
 	--corrupt) damage=corrupt && shift ;;
 	--corrupt-all) damage=corrupt-all && shift ;;
+	--corrupt-red) damage=corrupt-red && shift ;;
 	--*) cr_fail "unknown option $1 ($usage)" ;;
 	*) break ;;
 	esac
@@ -146,6 +150,16 @@ delete)
 		cr_ok "deleted the directory of simulated node $n (ranks $((n * PER_NODE))-$(((n + 1) * PER_NODE - 1)))"
 	done
 	;;
+corrupt-red)
+	# Rank 5's image is gone, and the redundancy file of rank 3 (same set)
+	# is damaged: rebuilding 5 from it would spread the damage, so it
+	# counts as a second loss in that set.
+	lost_ranks=(3 5)
+	lose=2
+	flip_byte "$(all cr_ckpt_file "$newest" 3 red)"
+	rm -f "$(all cr_ckpt_file "$newest" 5 img)"
+	cr_ok "removed the image of rank 5 of checkpoint $newest"
+	;;
 corrupt | corrupt-all)
 	set1=(3 5 7 1)
 	lost_ranks=("${set1[@]:0:lose}")
@@ -182,7 +196,7 @@ expect_set_line() {
 	cr_ok "the line names all $lose lost ranks ($named) of the set of ranks $members"
 }
 
-if ((lose > tolerance)) && [[ $damage == corrupt ]]; then
+if ((lose > tolerance)) && [[ $damage == corrupt || $damage == corrupt-red ]]; then
 	# Beyond tolerance in the newest checkpoint only: fall back to an older one.
 	cr_expect_status restart 0
 	expect_set_line restart "the warning names the set, the lost ranks and the tolerance" '^$'
@@ -190,7 +204,7 @@ if ((lose > tolerance)) && [[ $damage == corrupt ]]; then
 	[[ -n $resumed ]] || cr_fail "restart succeeded without saying where it resumed"
 	((resumed < newest)) || cr_fail "restart resumed from checkpoint $resumed despite $lose damaged images of $newest"
 	cr_expect_same restart
-	cr_pass "$scheme (tolerates $tolerance): $lose images of checkpoint $newest corrupted, resumed from $resumed, same output"
+	cr_pass "$scheme (tolerates $tolerance): ranks ${lost_ranks[*]} of checkpoint $newest damaged ($damage), resumed from $resumed, same output"
 fi
 
 if ((lose > tolerance)); then
