@@ -81,7 +81,8 @@ cr_say "scheme $scheme tolerates $tolerance lost member(s) per set; $NODES nodes
 if (($# > 0)); then
 	cr_app "$@"
 else
-	# ~10 s uninterrupted with 8 ranks on 2 cores.
+	# ~2 s uninterrupted with 8 ranks on 2 quiet cores: cr_reference
+	# lengthens it to what the checkpoints need.
 	cr_app heat 512 4000
 fi
 
