@@ -26,7 +26,8 @@ CR_JOBS=()           # names of started jobs, for the exit trap
 declare -gA CR_PID   # job name -> pid (also its session and process group id)
 declare -gA CR_STATUS # job name -> exit status once reaped
 
-# Default sizes: each runs ~4-6 s uninterrupted with 4 ranks on 2 cores.
+# Default sizes: 2-6 s uninterrupted with 4 ranks on 2 cores, quiet or
+# loaded; cr_reference lengthens a run that is too quick.
 cr_default_args() {
 	case $1 in
 	heat) echo "768 6000" ;;
