@@ -152,14 +152,21 @@ void traffic_completed_f(struct traffic_snapshot *s, const MPI_Fint *reqs, int n
 	snapshot_done(s);
 }
 
+/* Receive buffers need preparing: only the mprotect backend does, since
+ * uffd sees the kernel's writes. */
+static bool preparing(void)
+{
+	struct session *s = session_get();
+
+	return s && s->dirty == &dirty_mprotect_backend;
+}
+
 void traffic_recv_buffer(void *buf, int count, MPI_Datatype type)
 {
 	struct session *s = session_get();
 	MPI_Aint lb, extent, true_lb, true_extent;
 
-	/* Only the mprotect backend needs it: uffd sees the kernel's writes. */
-	if (!s || s->dirty != &dirty_mprotect_backend || !buf || buf == MPI_IN_PLACE ||
-	    count <= 0)
+	if (!preparing() || !buf || buf == MPI_IN_PLACE || count <= 0)
 		return;
 	if (PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
 	    PMPI_Type_get_true_extent(type, &true_lb, &true_extent) != MPI_SUCCESS)
@@ -172,12 +179,9 @@ void traffic_recv_buffer(void *buf, int count, MPI_Datatype type)
 void traffic_recv_collective(void *buf, int count, MPI_Datatype type, MPI_Comm comm,
 			     bool per_rank)
 {
-	struct session *s = session_get();
 	int size = 1;
 
-	if (!s || s->dirty != &dirty_mprotect_backend)
-		return;
-	if (per_rank && PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
+	if (!preparing() || (per_rank && PMPI_Comm_size(comm, &size) != MPI_SUCCESS))
 		return;
 	traffic_recv_buffer(buf, count * size, type);
 }
@@ -185,12 +189,10 @@ void traffic_recv_collective(void *buf, int count, MPI_Datatype type, MPI_Comm c
 void traffic_recv_blocks(void *buf, const int *counts, const int *displs, MPI_Datatype type,
 			 MPI_Comm comm)
 {
-	struct session *s = session_get();
 	int size;
 	long end = 0;
 
-	if (!s || s->dirty != &dirty_mprotect_backend || !counts || !displs ||
-	    PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
+	if (!preparing() || !counts || !displs || PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
 		return;
 	/* One range from the buffer to the end of the farthest block: the
 	 * gaps between blocks cost a few extra dirty pages, not correctness. */
@@ -203,21 +205,18 @@ void traffic_recv_blocks(void *buf, const int *counts, const int *displs, MPI_Da
 
 void traffic_recv_my_block(void *buf, const int *counts, MPI_Datatype type, MPI_Comm comm)
 {
-	struct session *s = session_get();
 	int rank;
 
-	if (!s || s->dirty != &dirty_mprotect_backend || !counts ||
-	    PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
+	if (!preparing() || !counts || PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
 		return;
 	traffic_recv_buffer(buf, counts[rank], type);
 }
 
 bool traffic_root_prepares(MPI_Comm comm, int root)
 {
-	struct session *s = session_get();
 	int rank;
 
-	if (!s || s->dirty != &dirty_mprotect_backend)
+	if (!preparing())
 		return false;
 	if (root == MPI_ROOT)
 		return true;
