@@ -35,14 +35,12 @@ static uint64_t target_id;
 static ucontext_t trampoline;
 static char temp_stack[TEMP_STACK_SIZE] __attribute__((aligned(64)));
 
-static uint64_t newest_committed_below(struct session *s, uint64_t below, uint64_t *max_any)
+static uint64_t newest_committed_below(struct session *s, uint64_t below)
 {
 	static uint64_t ids[MAX_IDS];
 	int n = store_list(&s->store, ids, MAX_IDS);
 	struct commit_record rec;
 
-	if (n > 0 && max_any)
-		*max_any = ids[n - 1];
 	for (int i = n - 1; i >= 0; i--)
 		if (ids[i] < below && store_read_commit(&s->store, ids[i], &rec, NULL, 0) == 0)
 			return ids[i];
@@ -274,18 +272,17 @@ static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
 int restore_latest(struct session *s)
 {
 	char why[8192] = "", newest_why[8192] = "";
-	uint64_t max_any = 0, cand, why_at = 0;
+	uint64_t cand, why_at = 0;
 	int v, worst;
 
-	cand = allreduce_max(s, newest_committed_below(s, UINT64_MAX, &max_any));
-	s->next_id = allreduce_max(s, max_any) + 1;
+	cand = allreduce_max(s, newest_committed_below(s, UINT64_MAX));
 	if (!cand) {
 		if (s->rank == 0)
 			pr_err("no complete checkpoint of '%s' in %s (STASIS_DIR) to restart from",
 			       s->job, s->cfg.dir);
 		return -ENOENT;
 	}
-	for (; cand; cand = allreduce_max(s, newest_committed_below(s, cand, NULL))) {
+	for (; cand; cand = allreduce_max(s, newest_committed_below(s, cand))) {
 		why[0] = 0;
 		v = load(s, cand, why, sizeof(why));
 		PMPI_Allreduce(&v, &worst, 1, MPI_INT, MPI_MAX, s->comm);

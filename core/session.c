@@ -117,13 +117,14 @@ static void __attribute__((noreturn)) stop_run(void)
 static void job_key(const char *configured, char *out, size_t len)
 {
 	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ssize_t n;
 	const char *base;
 
 	if (configured[0]) {
 		snprintf(out, len, "%.255s", configured);
 		return;
 	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = 0;
 	base = strrchr(exe, '/');
 	snprintf(out, len, "%.255s", base ? base + 1 : (n > 0 ? exe : "program"));
@@ -149,10 +150,9 @@ static uint64_t args_crc64(void)
 	return crc64_ecma_refl(0, (const unsigned char *)buf + first, n - first);
 }
 
-/* A fresh run numbers its checkpoints above every id any rank has on disk
- * (an earlier run's, of the same job key), so that its own are the newest
- * for stasis-restart and no name is reused. It leaves the earlier run's
- * checkpoints in place: they may be the ones the user meant to restart. */
+/* Checkpoints are numbered above every id any rank has on disk: no name
+ * is reused, and a fresh run's own (above an earlier run's, of the same
+ * job key) are the newest for stasis-restart. */
 static uint64_t first_free_id(struct session *s)
 {
 	uint64_t ids[1], newest = 0;
@@ -160,11 +160,6 @@ static uint64_t first_free_id(struct session *s)
 	if (store_list(&s->store, ids, 1) == 1)
 		newest = ids[0];
 	PMPI_Allreduce(MPI_IN_PLACE, &newest, 1, MPI_UINT64_T, MPI_MAX, s->comm);
-	if (newest && s->rank == 0)
-		pr_warn("%s holds checkpoints of an earlier run of '%s' (up to %llu): they stay, "
-			"this run numbers its own from %llu, and stasis-restart resumes the newest",
-			s->store.dir, s->job, (unsigned long long)newest,
-			(unsigned long long)newest + 1);
 	return newest + 1;
 }
 
@@ -234,8 +229,18 @@ void session_after_init(int required, int provided)
 		stop_run();
 	}
 	tracking_start(s);
-	if (!s->cfg.restart)
-		s->own_from = s->next_id = first_free_id(s);
+	s->next_id = first_free_id(s);
+	/* A fresh run leaves an earlier run's checkpoints in place: they may
+	 * be the ones the user meant to restart. */
+	if (!s->cfg.restart) {
+		s->own_from = s->next_id;
+		if (s->next_id > 1 && s->rank == 0)
+			pr_warn("%s holds checkpoints of an earlier run of '%s' (up to %llu): they "
+				"stay, this run numbers its own from %llu, and stasis-restart "
+				"resumes the newest",
+				s->store.dir, s->job, (unsigned long long)s->next_id - 1,
+				(unsigned long long)s->next_id);
+	}
 	s->enabled = true;
 	initialized = true;
 	if (safepoint_start(s, err, sizeof(err))) {
