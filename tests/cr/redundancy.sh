@@ -89,33 +89,10 @@ fi
 # cr.sh's functions that search STASIS_DIR, over every node's directory.
 all() { STASIS_DIR=$root "$@"; }
 
-# Every checkpoint file of every node with its sha256. Not the per-rank
-# lock files (lock.r<rank>, empty) that any job, even one that stops at
-# once, creates in its node's directory: they hold no checkpoint data.
-snapshot() {
-	(cd "$root" && find . -type f ! -name 'lock.r*' -exec sha256sum {} + | sort -k 2) >"$1"
-}
-
-expect_unchanged() {
-	local before=$1 after=$CR_TMP/after.snapshot
-	snapshot "$after"
-	if ! cmp -s "$before" "$after"; then
-		diff -u "$before" "$after" || true
-		cr_fail "checkpoint files changed (lost, added or modified) under $root"
-	fi
-	cr_ok "no checkpoint file was lost, added or changed ($(wc -l <"$before") files on the remaining nodes)"
-}
-
-flip_byte() {
-	local img=$1 size off old
-	size=$(stat -c %s "$img")
-	# The middle of the file: region data, covered by a data checksum.
-	off=$((size / 2))
-	old=$(od -An -tu1 -j "$off" -N1 "$img" | tr -d ' ')
-	printf '%b' "\\0$(printf '%03o' $(((old ^ 0xff) & 0xff)))" |
-		dd of="$img" bs=1 seek="$off" count=1 conv=notrunc status=none
-	cr_ok "flipped all bits of byte $off of $img ($size bytes)"
-}
+# Every node's checkpoint files, not the per-rank lock files (lock.r<rank>,
+# empty) that any job, even one that stops at once, creates in its node's
+# directory: they hold no checkpoint data.
+CR_SNAPSHOT_SKIP='lock.r*'
 
 cr_reference
 cr_run prep
@@ -157,7 +134,7 @@ corrupt-red)
 	# counts as a second loss in that set.
 	lost_ranks=(3 5)
 	lose=2
-	flip_byte "$(all cr_ckpt_file "$newest" 3 red)"
+	cr_flip_byte "$(all cr_ckpt_file "$newest" 3 red)"
 	rm -f "$(all cr_ckpt_file "$newest" 5 img)"
 	cr_ok "removed the image of rank 5 of checkpoint $newest"
 	;;
@@ -166,15 +143,15 @@ corrupt | corrupt-all)
 	lost_ranks=("${set1[@]:0:lose}")
 	for r in "${lost_ranks[@]}"; do
 		if [[ $damage == corrupt ]]; then
-			flip_byte "$(all cr_ckpt_file "$newest" "$r" img)"
+			cr_flip_byte "$(all cr_ckpt_file "$newest" "$r" img)"
 		else
-			while read -r img; do flip_byte "$img"; done < <(find "$root" -name "ckpt-*.r$r.img")
+			while read -r img; do cr_flip_byte "$img"; done < <(find "$root" -name "ckpt-*.r$r.img")
 		fi
 	done
 	;;
 esac
 before=$CR_TMP/before.snapshot
-snapshot "$before"
+cr_snapshot "$before" "$root"
 
 cr_restart restart
 
@@ -217,7 +194,7 @@ if ((lose > tolerance)); then
 		cr_fail "restart claims to have resumed"
 	fi
 	[[ ! -s $CR_TMP/restart.out ]] || cr_fail "restart beyond tolerance ran the program: $(cat "$CR_TMP/restart.out")"
-	expect_unchanged "$before"
+	cr_expect_unchanged "$before" "$root"
 	cr_pass "$scheme (tolerates $tolerance): ranks ${lost_ranks[*]} lost ($damage), restart stopped with a clear error, no file touched"
 fi
 

@@ -417,44 +417,57 @@ cr_expect_same() {
 	cr_ok "output of job $name is identical to the uninterrupted run"
 }
 
-# cr_expect_line NAME REGEX WHAT: the job's stderr has a matching line.
+# cr_expect_line NAME REGEX WHAT [GREP-FLAG]: the job's stderr has a
+# matching line.
 cr_expect_line() {
-	local name=$1 re=$2 what=$3 line
-	line=$(grep -E -m 1 -- "$re" "$CR_TMP/$name.err") || {
+	local name=$1 re=$2 what=$3 flag=${4:-} line
+	line=$(grep $flag -E -m 1 -- "$re" "$CR_TMP/$name.err") || {
 		cr_show "$name"
-		cr_fail "stderr of job $name has no line for $what (/$re/)"
+		cr_fail "stderr of job $name has no line for $what (/$re/${flag:+, any case})"
 	}
 	cr_ok "$what: $line"
 }
 
 # cr_expect_line_ci: the same, case-insensitive.
 cr_expect_line_ci() {
-	local name=$1 re=$2 what=$3 line
-	line=$(grep -iE -m 1 -- "$re" "$CR_TMP/$name.err") || {
-		cr_show "$name"
-		cr_fail "stderr of job $name has no line for $what (/$re/, any case)"
-	}
-	cr_ok "$what: $line"
+	cr_expect_line "$1" "$2" "$3" -i
 }
 
 # --- checkpoint files -------------------------------------------------------
 
-# cr_snapshot FILE: every file under STASIS_DIR with its sha256, sorted.
+# cr_snapshot FILE [DIR]: every file under DIR (default STASIS_DIR) with
+# its sha256, sorted; files named CR_SNAPSHOT_SKIP (a find -name pattern,
+# default none) left out.
 cr_snapshot() {
-	(cd "$STASIS_DIR" && find . -type f -exec sha256sum {} + | sort -k 2) >"$1"
+	(cd "${2:-$STASIS_DIR}" && find . -type f ! -name "${CR_SNAPSHOT_SKIP:-}" -exec sha256sum {} + |
+		sort -k 2) >"$1"
 }
 
-# cr_expect_unchanged BEFORE: STASIS_DIR holds exactly the files of the
-# snapshot BEFORE, with the same contents: an error lost nothing.
+# cr_expect_unchanged BEFORE [DIR]: DIR (default STASIS_DIR) holds exactly
+# the files of the snapshot BEFORE, with the same contents: an error lost
+# nothing.
 cr_expect_unchanged() {
-	local before=$1 after
+	local before=$1 dir=${2:-$STASIS_DIR} after
 	after=$(mktemp "$CR_TMP/snapshot.XXXXXX")
-	cr_snapshot "$after"
+	cr_snapshot "$after" "$dir"
 	if ! cmp -s "$before" "$after"; then
 		diff -u "$before" "$after" || true
-		cr_fail "checkpoint files changed (lost, added or modified) in $STASIS_DIR"
+		cr_fail "checkpoint files changed (lost, added or modified) in $dir"
 	fi
 	cr_ok "no checkpoint file was lost or changed ($(wc -l <"$before") files)"
+}
+
+# cr_flip_byte FILE: invert every bit of the byte in the middle of FILE,
+# region data in an image (covered by a data checksum, where a byte of
+# header padding might legitimately go unnoticed).
+cr_flip_byte() {
+	local file=$1 size off old
+	size=$(stat -c %s "$file")
+	off=$((size / 2))
+	old=$(od -An -tu1 -j "$off" -N1 "$file" | tr -d ' ')
+	printf '%b' "\\0$(printf '%03o' $(((old ^ 0xff) & 0xff)))" |
+		dd of="$file" bs=1 seek="$off" count=1 conv=notrunc status=none
+	cr_ok "flipped all bits of byte $off of $file ($size bytes)"
 }
 
 # cr_newest_complete: id of the newest checkpoint with a commit record.
