@@ -17,6 +17,17 @@ static int failures;
 		}                                                                                  \
 	} while (0)
 
+/* cond must hold; else the printf-style message says what was seen. */
+#define CHECKF(cond, ...)                                                                          \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                       \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			failures++;                                                                \
+		}                                                                                  \
+	} while (0)
+
 /* rc must be want and err exactly the formatted text. */
 #define CHECK_ERR(rc, want, err, ...) check_err(__FILE__, __LINE__, rc, want, err, __VA_ARGS__)
 

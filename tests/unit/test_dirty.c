@@ -15,24 +15,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "dirty.h"
 
 #define MiB ((size_t)1 << 20)
 
 static const struct dirty_backend *be;
 static size_t ps;
-static int failures;
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
-
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                       \
-			fprintf(stderr, __VA_ARGS__);                                              \
-			fputc('\n', stderr);                                                       \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
 
 static uint64_t rnd(void)
 {
@@ -89,7 +79,7 @@ static size_t expect(const char *what, char *base, size_t pages, const uint64_t 
 	size_t i, missing = 0, extra = 0, shown = 0;
 	int ret = be->collect((uintptr_t)base, pages * ps, got);
 
-	CHECK(ret == 0, "%s: collect: %s", what, strerror(-ret));
+	CHECKF(ret == 0, "%s: collect: %s", what, strerror(-ret));
 	for (i = 0; i < pages; i++) {
 		bool g = bit_get(got, i), w = bit_get(want, i);
 
@@ -103,9 +93,9 @@ static size_t expect(const char *what, char *base, size_t pages, const uint64_t 
 			fprintf(stderr, "  %s: page %zu %s\n", what, i,
 				w ? "written but not reported" : "reported but never written");
 	}
-	CHECK(missing == 0, "%s: %zu written pages not reported", what, missing);
+	CHECKF(missing == 0, "%s: %zu written pages not reported", what, missing);
 	if (exact)
-		CHECK(extra == 0, "%s: %zu pages reported but not written", what, extra);
+		CHECKF(extra == 0, "%s: %zu pages reported but not written", what, extra);
 	free(got);
 	return extra;
 }
@@ -122,8 +112,8 @@ static void test_exact(void)
 	/* Half populated before tracking, half never touched. */
 	memset(base, 0x11, len / 2);
 	ret = be->track((uintptr_t)base, len);
-	CHECK(ret == 0, "track: %s", strerror(-ret));
-	CHECK(be->track((uintptr_t)base + 5 * ps, ps) == -EEXIST, "overlapping track accepted");
+	CHECKF(ret == 0, "track: %s", strerror(-ret));
+	CHECKF(be->track((uintptr_t)base + 5 * ps, ps) == -EEXIST, "overlapping track accepted");
 
 	/* Reads never count. */
 	for (i = 0; i < pages; i += 97)
@@ -152,7 +142,7 @@ static void test_exact(void)
 		memset(want, 0, (pages + 63) / 64 * 8);
 		expect("no writes", base, pages, want, true);
 	}
-	CHECK(base[(1000 + 20) * ps + ps / 2] == 2 && base[(pages / 2 - 2) * ps + 7] == 2,
+	CHECKF(base[(1000 + 20) * ps + ps / 2] == 2 && base[(pages / 2 - 2) * ps + 7] == 2,
 	      "written data lost");
 
 	/* read() into a protected buffer after prepare_write(). */
@@ -163,19 +153,19 @@ static void test_exact(void)
 		int fd = mkstemp(path);
 		ssize_t r;
 
-		CHECK(fd >= 0 && src, "mkstemp: %s", strerror(errno));
+		CHECKF(fd >= 0 && src, "mkstemp: %s", strerror(errno));
 		unlink(path);
 		for (i = 0; i < n; i++)
 			src[i] = (char)(i * 7 + 1);
-		CHECK(write(fd, src, n) == (ssize_t)n, "write tmp");
+		CHECKF(write(fd, src, n) == (ssize_t)n, "write tmp");
 		lseek(fd, 0, SEEK_SET);
 		memset(want, 0, (pages + 63) / 64 * 8);
 		ret = be->prepare_write(base + off, n);
-		CHECK(ret == 0, "prepare_write: %s", strerror(-ret));
+		CHECKF(ret == 0, "prepare_write: %s", strerror(-ret));
 		r = read(fd, base + off, n);
-		CHECK(r == (ssize_t)n, "read into tracked buffer: %zd (%s)", r,
+		CHECKF(r == (ssize_t)n, "read into tracked buffer: %zd (%s)", r,
 		      r < 0 ? strerror(errno) : "short");
-		CHECK(!memcmp(base + off, src, n), "read data differs");
+		CHECKF(!memcmp(base + off, src, n), "read data differs");
 		for (i = off / ps; i <= (off + n - 1) / ps; i++)
 			bit_set(want, i);
 		expect("read()", base, pages, want, true);
@@ -189,7 +179,7 @@ static void test_exact(void)
 		size_t lo = pages / 4, hi = pages / 2;
 
 		ret = be->untrack((uintptr_t)base + lo * ps, (hi - lo) * ps);
-		CHECK(ret == 0, "untrack sub range: %s", strerror(-ret));
+		CHECKF(ret == 0, "untrack sub range: %s", strerror(-ret));
 		memset(want, 0, (pages + 63) / 64 * 8);
 		for (k = 0; k < 200; k++)
 			base[(lo + rnd() % (hi - lo)) * ps] = 5;
@@ -198,7 +188,7 @@ static void test_exact(void)
 		write_page(base, want, 3, 5);
 		expect("after sub-range untrack", base, pages, want, true);
 		ret = be->track((uintptr_t)base + lo * ps, (hi - lo) * ps);
-		CHECK(ret == 0, "track sub range again: %s", strerror(-ret));
+		CHECKF(ret == 0, "track sub range again: %s", strerror(-ret));
 		memset(want, 0, (pages + 63) / 64 * 8);
 		write_page(base, want, lo, 6);
 		write_page(base, want, hi - 1, 6);
@@ -214,7 +204,7 @@ static void test_exact(void)
 			uint64_t *got = bitmap_new(pages);
 
 			be->collect((uintptr_t)base + (lo + 64) * ps, 100 * ps, got);
-			CHECK(got[0] == (1ULL << 6) && !got[1], "partial collect: %#llx %#llx",
+			CHECKF(got[0] == (1ULL << 6) && !got[1], "partial collect: %#llx %#llx",
 			      (unsigned long long)got[0], (unsigned long long)got[1]);
 			free(got);
 		}
@@ -225,7 +215,7 @@ static void test_exact(void)
 	}
 
 	ret = be->untrack((uintptr_t)base, len);
-	CHECK(ret == 0, "untrack: %s", strerror(-ret));
+	CHECKF(ret == 0, "untrack: %s", strerror(-ret));
 	memset(base, 9, len); /* writable everywhere again */
 	munmap(base, len);
 	free(want);
@@ -241,14 +231,14 @@ static void test_grow(void)
 	uint64_t *want = bitmap_new(pages);
 	int ret;
 
-	CHECK(!mprotect(base, step * ps, PROT_READ | PROT_WRITE), "commit");
+	CHECKF(!mprotect(base, step * ps, PROT_READ | PROT_WRITE), "commit");
 	ret = be->track((uintptr_t)base, step * ps);
-	CHECK(ret == 0, "track first step: %s", strerror(-ret));
+	CHECKF(ret == 0, "track first step: %s", strerror(-ret));
 	write_page(base, want, 1, 1);
 	write_page(base, want, step - 1, 1);
-	CHECK(!mprotect(base + step * ps, step * ps, PROT_READ | PROT_WRITE), "commit 2");
+	CHECKF(!mprotect(base + step * ps, step * ps, PROT_READ | PROT_WRITE), "commit 2");
 	ret = be->track((uintptr_t)base + step * ps, step * ps);
-	CHECK(ret == 0, "track second step: %s", strerror(-ret));
+	CHECKF(ret == 0, "track second step: %s", strerror(-ret));
 	write_page(base, want, step, 2);
 	write_page(base, want, 2 * step - 1, 2);
 	write_page(base, want, 7, 2);
@@ -258,16 +248,16 @@ static void test_grow(void)
 	if (!strcmp(be->name, "uffd")) {
 		/* The uffd-wp bit survives the application's own mprotect(). */
 		memset(want, 0, (pages + 63) / 64 * 8);
-		CHECK(!mprotect(base, step * ps, PROT_READ), "mprotect R");
-		CHECK(!mprotect(base, step * ps, PROT_READ | PROT_WRITE), "mprotect RW");
-		CHECK(!mprotect(base + step * ps, step * ps, PROT_NONE), "mprotect NONE");
-		CHECK(!mprotect(base + step * ps, step * ps, PROT_READ | PROT_WRITE), "RW");
+		CHECKF(!mprotect(base, step * ps, PROT_READ), "mprotect R");
+		CHECKF(!mprotect(base, step * ps, PROT_READ | PROT_WRITE), "mprotect RW");
+		CHECKF(!mprotect(base + step * ps, step * ps, PROT_NONE), "mprotect NONE");
+		CHECKF(!mprotect(base + step * ps, step * ps, PROT_READ | PROT_WRITE), "RW");
 		write_page(base, want, 3, 3);
 		write_page(base, want, step + 5, 3);
 		expect("across mprotect", base, pages, want, true);
 	}
 	ret = be->untrack((uintptr_t)base, 2 * step * ps);
-	CHECK(ret == 0, "untrack: %s", strerror(-ret));
+	CHECKF(ret == 0, "untrack: %s", strerror(-ret));
 	munmap(base, len);
 	free(want);
 	printf("ok - range grown by mprotect commits%s\n",
@@ -299,18 +289,18 @@ static void test_map_count(void)
 	base = map(len, PROT_READ | PROT_WRITE, MAP_NORESERVE);
 	want = bitmap_new(pages);
 	ret = be->track((uintptr_t)base, len);
-	CHECK(ret == 0, "track %zu MiB: %s", len / MiB, strerror(-ret));
+	CHECKF(ret == 0, "track %zu MiB: %s", len / MiB, strerror(-ret));
 	for (int round = 0; round < 2; round++) {
 		memset(want, 0, (pages + 63) / 64 * 8);
 		for (i = round; i < pages; i += stride)
 			write_page(base, want, i, 1);
 		extra = expect("scattered past max_map_count", base, pages, want, !mp);
 		if (mp)
-			CHECK(extra > 0, "no coarse unprotect happened: did the mappings not "
+			CHECKF(extra > 0, "no coarse unprotect happened: did the mappings not "
 					 "reach vm.max_map_count?");
 	}
 	ret = be->untrack((uintptr_t)base, len);
-	CHECK(ret == 0, "untrack: %s", strerror(-ret));
+	CHECKF(ret == 0, "untrack: %s", strerror(-ret));
 	munmap(base, len);
 	free(want);
 	printf("ok - %zu scattered writes, vm.max_map_count %ld\n", pages / stride, max);
@@ -356,7 +346,7 @@ static void test_threads(void)
 	int ret;
 
 	ret = be->track((uintptr_t)base, len);
-	CHECK(ret == 0, "track: %s", strerror(-ret));
+	CHECKF(ret == 0, "track: %s", strerror(-ret));
 	for (k = 0; k < 2; k++) {
 		/* Overlapping halves: both threads fault on some same pages. */
 		w[k] = (struct writer){
@@ -368,7 +358,7 @@ static void test_threads(void)
 		usleep(2000);
 		memset(got, 0, (pages + 63) / 64 * 8);
 		ret = be->collect((uintptr_t)base, len, got);
-		CHECK(ret == 0, "collect: %s", strerror(-ret));
+		CHECKF(ret == 0, "collect: %s", strerror(-ret));
 		for (i = 0; i < (pages + 63) / 64; i++)
 			seen[i] |= got[i];
 	}
@@ -381,9 +371,9 @@ static void test_threads(void)
 		seen[i] |= got[i];
 		missing += __builtin_popcountll((w[0].written[i] | w[1].written[i]) & ~seen[i]);
 	}
-	CHECK(missing == 0, "%zu pages written by threads were never reported", missing);
+	CHECKF(missing == 0, "%zu pages written by threads were never reported", missing);
 	ret = be->untrack((uintptr_t)base, len);
-	CHECK(ret == 0, "untrack: %s", strerror(-ret));
+	CHECKF(ret == 0, "untrack: %s", strerror(-ret));
 	munmap(base, len);
 	free(seen);
 	free(got);

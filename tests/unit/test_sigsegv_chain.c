@@ -16,25 +16,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "dirty.h"
 
 static const struct dirty_backend *be;
 static size_t ps;
-static int failures;
 static char *tracked; /* 16 tracked pages */
 static sigjmp_buf env;
 static volatile sig_atomic_t app_calls, plain_calls;
 static void *volatile fault_addr;
-
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                       \
-			fprintf(stderr, __VA_ARGS__);                                              \
-			fputc('\n', stderr);                                                       \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
 
 /* What the preload layer's sigaction() does. */
 static int app_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
@@ -122,7 +112,7 @@ static void child_write_only(void)
 
 static void expect_segv(const char *what, int status)
 {
-	CHECK(status != -1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
+	CHECKF(status != -1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
 	      "%s: child status %#x, wanted death by SIGSEGV", what, status);
 }
 
@@ -141,38 +131,38 @@ int main(void)
 	}
 	tracked = mmap(NULL, 16 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ret = be->track((uintptr_t)tracked, 16 * ps);
-	CHECK(ret == 0, "track: %s", strerror(-ret));
+	CHECKF(ret == 0, "track: %s", strerror(-ret));
 
 	/* The program installs its handler after stasis. */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = app_handler;
 	sa.sa_flags = SA_SIGINFO;
 	sigemptyset(&sa.sa_mask);
-	CHECK(app_sigaction(SIGSEGV, &sa, &got) == 0, "app sigaction");
-	CHECK(got.sa_handler == SIG_DFL, "old action was not SIG_DFL");
-	CHECK(app_sigaction(SIGSEGV, NULL, &got) == 0 && (got.sa_flags & SA_SIGINFO) &&
+	CHECKF(app_sigaction(SIGSEGV, &sa, &got) == 0, "app sigaction");
+	CHECKF(got.sa_handler == SIG_DFL, "old action was not SIG_DFL");
+	CHECKF(app_sigaction(SIGSEGV, NULL, &got) == 0 && (got.sa_flags & SA_SIGINFO) &&
 		  got.sa_sigaction == app_handler,
 	      "the program does not see its own handler");
-	CHECK(sigaction(SIGSEGV, NULL, &got) == 0 && got.sa_sigaction != app_handler,
+	CHECKF(sigaction(SIGSEGV, NULL, &got) == 0 && got.sa_sigaction != app_handler,
 	      "stasis's handler was replaced");
 
 	/* A tracked page: stasis's fault. */
 	tracked[3 * ps] = 1;
-	CHECK(app_calls == 0, "program handler called for a tracked write");
+	CHECKF(app_calls == 0, "program handler called for a tracked write");
 
 	/* Not ours: the program's handler runs, with the fault's siginfo. */
 	bad = unmapped_address();
 	if (!sigsetjmp(env, 1))
 		*(volatile char *)bad = 1;
-	CHECK(app_calls == 1, "program handler calls %d, wanted 1", (int)app_calls);
-	CHECK(fault_addr == bad, "si_addr %p, wanted %p", fault_addr, (void *)bad);
+	CHECKF(app_calls == 1, "program handler calls %d, wanted 1", (int)app_calls);
+	CHECKF(fault_addr == bad, "si_addr %p, wanted %p", fault_addr, (void *)bad);
 	/* A read of an unmapped page, too. */
 	if (!sigsetjmp(env, 1))
 		(void)*(volatile char *)bad;
-	CHECK(app_calls == 2, "program handler calls %d, wanted 2", (int)app_calls);
+	CHECKF(app_calls == 2, "program handler calls %d, wanted 2", (int)app_calls);
 
 	ret = be->collect((uintptr_t)tracked, 16 * ps, &bits);
-	CHECK(ret == 0 && bits == ((1ULL << 3) | (1ULL << 5)), "collected %#llx, wanted %#llx",
+	CHECKF(ret == 0 && bits == ((1ULL << 3) | (1ULL << 5)), "collected %#llx, wanted %#llx",
 	      (unsigned long long)bits, (unsigned long long)((1ULL << 3) | (1ULL << 5)));
 
 	/* A handler without SA_INFO is called as handler(sig). */
@@ -182,20 +172,20 @@ int main(void)
 	app_sigaction(SIGSEGV, &sa, NULL);
 	if (!sigsetjmp(env, 1))
 		*(volatile char *)bad = 1;
-	CHECK(plain_calls == 1, "plain handler calls %d, wanted 1", (int)plain_calls);
+	CHECKF(plain_calls == 1, "plain handler calls %d, wanted 1", (int)plain_calls);
 
 	/* No handler: a real crash still kills with SIGSEGV. */
 	expect_segv("NULL write under SIG_DFL", in_child(child_null_dfl));
 	expect_segv("NULL write under SIG_IGN", in_child(child_null_ign));
 	expect_segv("raise(SIGSEGV) under SIG_DFL", in_child(child_raise_dfl));
 	ret = in_child(child_write_only);
-	CHECK(WIFEXITED(ret) && WEXITSTATUS(ret) == 7, "tracked write in a child: status %#x", ret);
+	CHECKF(WIFEXITED(ret) && WEXITSTATUS(ret) == 7, "tracked write in a child: status %#x", ret);
 
 	/* fini gives SIGSEGV back to the program's last choice. */
 	be->fini();
-	CHECK(sigaction(SIGSEGV, NULL, &got) == 0 && got.sa_handler == plain_handler,
+	CHECKF(sigaction(SIGSEGV, NULL, &got) == 0 && got.sa_handler == plain_handler,
 	      "fini did not restore the program's handler");
-	CHECK(dirty_sigaction_hook(SIGSEGV, NULL, &got) == 0, "hook active after fini");
+	CHECKF(dirty_sigaction_hook(SIGSEGV, NULL, &got) == 0, "hook active after fini");
 
 	if (failures) {
 		fprintf(stderr, "%d checks failed\n", failures);
