@@ -671,22 +671,6 @@ static void test_overhead(void)
 	check_empty("after the overhead test");
 }
 
-static void test_speed(void)
-{
-	void *v[64];
-	double t = now();
-	unsigned long n = 0;
-
-	for (int round = 0; round < 50000; round++) {
-		for (int i = 0; i < 64; i++)
-			v[i] = arena_malloc(16 + (i * 24) % 512);
-		for (int i = 0; i < 64; i++)
-			arena_free(v[i]);
-		n += 64;
-	}
-	printf("speed: %.1f ns per small malloc+free\n", (now() - t) * 1e9 / n);
-}
-
 /* ---- Threads ---- */
 
 #define NTHREADS 4
@@ -800,7 +784,6 @@ int main(int argc, char **argv)
 	RUN(test_map);
 	RUN(test_big);
 	RUN(test_overhead);
-	RUN(test_speed);
 	RUN(test_alignment);
 	RUN(test_threads);
 	check_arena("at the end", NULL);
