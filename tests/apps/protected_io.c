@@ -147,13 +147,13 @@ static uint64_t vcollectives(long it, long n, uint64_t *h_alltoallv, uint64_t *h
 			     uint64_t *h_rscatter, uint64_t *vsend)
 {
 	int counts[MAXV], displs[MAXV], scounts[MAXV], sdispls[MAXV];
-	long mine = n - 8 * rank, gap = 64;
-	uint64_t fold = 0;
+	long mine = n - 8 * rank, gap = 64, at = 0;
+	uint64_t fold = 0, ranks = 0;
 
-	for (int r = 0, at = 0; r < size; r++) {
+	for (int r = 0, next = 0; r < size; r++) {
 		counts[r] = (int)(n - 8 * r);
-		displs[r] = at;
-		at += counts[r] + gap;
+		displs[r] = next;
+		next += counts[r] + gap;
 	}
 	/* Allgatherv: everyone gets every rank's block of tag 4. */
 	for (long i = 0; i < mine; i++)
@@ -190,28 +190,20 @@ static uint64_t vcollectives(long it, long n, uint64_t *h_alltoallv, uint64_t *h
 		}
 	/* Reduce_scatter with BXOR: rank r gets counts[r] words, the XOR over
 	 * every rank of its words of tag 7 (all equal but the rank bits). */
-	for (long i = 0; i < counts[0] + (size - 1) * (long)counts[0]; i++)
+	for (long i = 0; i < size * n; i++)
 		vsend[i] = word(it, 0, 7, i) ^ (uint64_t)rank;
-	{
-		int rcounts[MAXV];
-		long at = 0;
-		uint64_t ranks = 0;
-
-		for (int r = 0; r < size; r++) {
-			rcounts[r] = counts[r];
-			ranks ^= (uint64_t)r;
-		}
-		for (int r = 0; r < rank; r++)
-			at += rcounts[r];
-		MPI_Reduce_scatter(vsend, h_rscatter, rcounts, MPI_UINT64_T, MPI_BXOR, MPI_COMM_WORLD);
-		for (long i = 0; i < rcounts[rank]; i++) {
-			uint64_t want = (size % 2 ? word(it, 0, 7, at + i) : 0) ^ ranks;
-
-			if (h_rscatter[i] != want)
-				die("MPI_Reduce_scatter delivered wrong data");
-		}
-		fold += h_rscatter[it % rcounts[rank]];
+	MPI_Reduce_scatter(vsend, h_rscatter, counts, MPI_UINT64_T, MPI_BXOR, MPI_COMM_WORLD);
+	for (int r = 0; r < size; r++) {
+		ranks ^= (uint64_t)r;
+		at += r < rank ? counts[r] : 0; /* where this rank's block starts */
 	}
+	for (long i = 0; i < counts[rank]; i++) {
+		uint64_t want = (size % 2 ? word(it, 0, 7, at + i) : 0) ^ ranks;
+
+		if (h_rscatter[i] != want)
+			die("MPI_Reduce_scatter delivered wrong data");
+	}
+	fold += h_rscatter[it % counts[rank]];
 	return fold;
 }
 
