@@ -13,6 +13,7 @@
 #include "retention.h"
 #include "safepoint.h"
 #include "session.h"
+#include "state.h"
 #include "tracking.h"
 
 #define MAX_REGIONS 512
@@ -72,17 +73,24 @@ static int write_image(struct session *s, uint64_t id, bool *incremental, uint64
 		       char *err, size_t errlen)
 {
 	static struct region regions[MAX_REGIONS];
-	static struct image_region out[MAX_REGIONS];
+	static struct image_region out[MAX_REGIONS + 1];
 	struct image_header hdr;
 	char path[4200];
 	uintptr_t sp = (uintptr_t)captured.context.uc_mcontext.gregs[REG_RSP];
 	int n = regions_collect(regions, MAX_REGIONS, sp - 256), ret;
+	void *mpi_state;
+	size_t mpi_len;
 
 	*incremental = false;
 	if (n < 0) {
 		snprintf(err, errlen, "cannot list the application's memory: %s", strerror(-n));
 		return n;
 	}
+	/* The program's MPI objects: made again by a restart before its
+	 * memory is put back (mpi/state.h). */
+	ret = mpi_state_save(&mpi_state, &mpi_len, err, errlen);
+	if (ret)
+		return ret;
 	*incremental = tracking_prepare(s, regions, n, out) && s->last_id;
 	/* All ranks write the same kind, so that every chain, and the
 	 * redundancy of every image in it, exists on every rank. */
@@ -90,6 +98,7 @@ static int write_image(struct session *s, uint64_t id, bool *incremental, uint64
 	if (!*incremental)
 		for (int i = 0; i < n; i++)
 			out[i].dirty = NULL;
+	out[n++] = (struct image_region){(uintptr_t)mpi_state, mpi_len, REGION_MPI, NULL};
 	memset(&hdr, 0, sizeof(hdr));
 	hdr.ckpt_id = id;
 	hdr.parent_id = *incremental ? s->last_id : 0;
@@ -139,6 +148,7 @@ int checkpoint_take(struct session *s)
 		/* A restart jumped here: everything above is the image's state. */
 		resuming = 0;
 		s->last_id = resumed_id;
+		mpi_state_resumed();
 		safepoint_resumed(captured.safepoint_index);
 		if (s->rank == 0 && s->cfg.verbose >= 1)
 			fprintf(stderr, "stasis: resumed from checkpoint %llu\n",

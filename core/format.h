@@ -10,6 +10,8 @@
  *                            `length` bytes; for an incremental region a
  *                            page bitmap (ceil(npages/64) u64 words, at
  *                            bitmap_offset) and the saved pages in order.
+ * Version 3 added non-memory regions (REGION_MPI): a reader of version 2
+ * would have written them into memory, so it must refuse the file.
  */
 #ifndef STASIS_FORMAT_H
 #define STASIS_FORMAT_H
@@ -18,7 +20,7 @@
 
 #define STASIS_IMAGE_MAGIC "STASISIM" /* 8 bytes, no NUL stored */
 #define STASIS_COMMIT_MAGIC "STASISOK"
-#define STASIS_FORMAT_VERSION 2u
+#define STASIS_FORMAT_VERSION 3u
 #define STASIS_PAGE 4096u
 #define STASIS_STATE_MAX 3072u /* opaque saved state (registers, counters) */
 
@@ -31,7 +33,13 @@ enum region_kind {
 	REGION_DATA = 1,  /* writable segment of the executable or an application library */
 	REGION_ARENA = 2, /* committed part of the application arena */
 	REGION_STACK = 3, /* main thread's stack, saved whole */
+	/* Kinds from here on are not memory: data the image carries, never
+	 * written into the address space, never incremental. */
+	REGION_MPI = 4, /* the program's MPI objects (mpi/state.h); addr is 0 */
 };
+
+#define REGION_FIRST_DATA REGION_MPI
+#define REGION_LAST REGION_MPI
 
 enum region_flags {
 	REGION_PARTIAL = 1u << 0, /* incremental: bitmap + dirty pages only */

@@ -169,7 +169,8 @@ static int check_record(struct image *img, size_t i, uint64_t data_start, uint64
 		    (unsigned long long)r->file_offset);
 		return -EBADMSG;
 	}
-	if (r->kind < REGION_DATA || r->kind > REGION_STACK || (r->flags & ~REGION_PARTIAL)) {
+	if (r->kind < REGION_DATA || r->kind > REGION_LAST || (r->flags & ~REGION_PARTIAL) ||
+	    (r->kind >= REGION_FIRST_DATA && (r->flags & REGION_PARTIAL))) {
 		stasis_errf(err, errlen, "%s: region %zu has unknown kind %u or flags 0x%x", p, i,
 			      r->kind, r->flags);
 		return -EBADMSG;

@@ -343,7 +343,8 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 	data_start = PAGE + table_bytes;
 	stage_bytes = data_start;
 	for (i = 0; i < nregions; i++) {
-		if (regions[i].addr % PAGE || regions[i].length % PAGE) {
+		if (regions[i].addr % PAGE || regions[i].length % PAGE ||
+		    (regions[i].kind >= REGION_FIRST_DATA && regions[i].dirty)) {
 			ret = -EINVAL;
 			goto err;
 		}
@@ -364,7 +365,8 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 		struct region_record *rec = &table[i];
 		uint64_t npages = r->length / PAGE;
 
-		rec->addr = r->addr;
+		/* Data regions have no address: addr only says where it came from. */
+		rec->addr = r->kind >= REGION_FIRST_DATA ? 0 : r->addr;
 		rec->length = r->length;
 		rec->kind = r->kind;
 		rec->file_offset = off;

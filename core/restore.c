@@ -13,6 +13,7 @@
 #include "regions.h"
 #include "restore.h"
 #include "session.h"
+#include "state.h"
 
 #define MAX_IDS 4096
 #define TEMP_STACK_SIZE (1 << 20)
@@ -188,6 +189,8 @@ static void apply_region(const struct region_record *r, const char *data)
 	const uint64_t *bitmap;
 	size_t pages = r->length / STASIS_PAGE, offset;
 
+	if (r->kind >= REGION_FIRST_DATA)
+		return; /* not memory */
 	if (!(r->flags & REGION_PARTIAL)) {
 		copy_around_exclusions(r->addr, data, r->length);
 		return;
@@ -269,6 +272,31 @@ static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
 	return 0;
 }
 
+/* Make the program's MPI objects of the chosen checkpoint again, before
+ * its memory (which names them by their virtual handles) comes back.
+ * Collective; 0, or -errno after one rank said why. */
+static int replay_mpi(struct session *s, uint64_t id)
+{
+	const struct image_header *h = image_header(chain[0].img);
+	const struct region_record *r = image_regions(chain[0].img);
+	char why[1024] = "", line[1200];
+	int ret = -EBADMSG;
+
+	for (size_t i = 0; i < h->nregions; i++)
+		if (r[i].kind == REGION_MPI) {
+			ret = mpi_state_replay(chain[0].staged[i], r[i].length, why, sizeof(why));
+			break;
+		}
+	/* Every rank reached the replay, or none has the region: agree. */
+	PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, s->comm);
+	if (!ret)
+		return 0;
+	snprintf(line, sizeof(line), "checkpoint %llu: %s", (unsigned long long)id,
+		 why[0] ? why : "the image holds no MPI state");
+	session_report(s, why[0] || s->rank == 0, line);
+	return ret;
+}
+
 int restore_latest(struct session *s)
 {
 	char why[8192] = "", newest_why[8192] = "";
@@ -328,6 +356,8 @@ int restore_latest(struct session *s)
 	}
 
 	target_id = cand;
+	if (replay_mpi(s, cand))
+		return -EINVAL;
 	for (int c = 0; c < nchain; c++) {
 		for (size_t i = 0; i < image_header(chain[c].img)->nregions; i++) {
 			const struct region_record *r = &image_regions(chain[c].img)[i];

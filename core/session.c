@@ -16,6 +16,7 @@
 #include "restore.h"
 #include "safepoint.h"
 #include "session.h"
+#include "state.h"
 #include "tracking.h"
 
 bool stasis_active;
@@ -184,10 +185,17 @@ void session_after_init(int required, int provided)
 	stasis_log_verbosity = s->cfg.verbose;
 	if (s->rank == 0)
 		config_print(&s->cfg);
-	if (required == MPI_THREAD_MULTIPLE || provided == MPI_THREAD_MULTIPLE)
-		session_unsupported("MPI_THREAD_MULTIPLE");
+	/* Any thread level is fine while the program has only its main
+	 * thread: a thread it starts is refused where it is made (threads.c). */
+	(void)required;
+	(void)provided;
 	s->blocked_by = blocked_by;
 	PMPI_Comm_dup(MPI_COMM_WORLD, &s->comm);
+	if (mpi_state_init()) {
+		if (s->rank == 0)
+			pr_err("cannot set up the MPI state stasis keeps");
+		stop_run();
+	}
 	job_key(s->cfg.job, s->job, sizeof(s->job));
 	if (file_crc64("/proc/self/exe", &s->exe_hash))
 		pr_warn("cannot read /proc/self/exe to identify the executable");

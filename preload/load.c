@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "handles.h"
 #include "log.h"
 #include "regions.h"
 #include "session.h"
@@ -69,6 +70,8 @@ __attribute__((constructor)) static void stasis_load(void)
 	if (!stasis_active)
 		return;
 	ret = arena_init();
+	if (!ret)
+		ret = vh_init();
 	if (!ret)
 		ret = regions_init();
 	if (ret) {

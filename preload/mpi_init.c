@@ -55,6 +55,7 @@ EXPORT void mpi_init_(MPI_Fint *ierr)
 		session_after_init(MPI_THREAD_SINGLE, MPI_THREAD_SINGLE);
 	stasis_depth--;
 }
+FORTRAN_ALIASES(mpi_init, MPI_INIT)
 
 EXPORT void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
 {
@@ -70,6 +71,7 @@ EXPORT void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *i
 		session_after_init(*required, *provided);
 	stasis_depth--;
 }
+FORTRAN_ALIASES(mpi_init_thread, MPI_INIT_THREAD)
 
 EXPORT void mpi_finalize_(MPI_Fint *ierr)
 {
@@ -82,3 +84,4 @@ EXPORT void mpi_finalize_(MPI_Fint *ierr)
 	real(ierr);
 	stasis_depth--;
 }
+FORTRAN_ALIASES(mpi_finalize, MPI_FINALIZE)

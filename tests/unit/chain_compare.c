@@ -115,8 +115,12 @@ static void apply(struct image *img, int c)
 	const struct region_record *r = image_regions(img);
 
 	for (size_t i = 0; i < h->nregions; i++) {
-		uint8_t *buf = read_region(img, i);
+		uint8_t *buf;
 		uint64_t npages = r[i].length / PG;
+
+		if (r[i].kind >= REGION_FIRST_DATA)
+			continue; /* not memory: restore.c does not apply it either */
+		buf = read_region(img, i);
 
 		if (r[i].flags & REGION_PARTIAL) {
 			const uint64_t *bm = (const uint64_t *)buf;
@@ -237,8 +241,12 @@ int main(int argc, char **argv)
 
 	/* Compare page by page with the shadow. */
 	for (size_t i = 0; i < next; i++) {
-		uint8_t *want = read_region(shadow, i);
+		uint8_t *want;
 		uint64_t np = sr[i].length / PG;
+
+		if (sr[i].kind >= REGION_FIRST_DATA)
+			continue;
+		want = read_region(shadow, i);
 
 		for (uint64_t p = 0; p < np; p++) {
 			uint64_t a = sr[i].addr + p * PG;

@@ -1,6 +1,7 @@
 /* Message accounting for consistent checkpoints (DESIGN.md section 3): a
  * checkpoint is taken only when every message sent has been received and
- * no application request is pending. Called from the generated wrappers. */
+ * no application request is pending (requests.h). Called from the
+ * generated wrappers. */
 #ifndef STASIS_TRAFFIC_H
 #define STASIS_TRAFFIC_H
 
@@ -8,24 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum traffic_kind { TRAFFIC_SEND, TRAFFIC_RECV, TRAFFIC_OTHER };
-
 void traffic_sent(int peer);
 void traffic_received(int peer);
-/* A new application request; it is pending until a Wait/Test completes it. */
-void traffic_track(MPI_Request req, enum traffic_kind kind);
-
-/* The requests handed to a Wait/Test call, taken before it, so that the
- * ones it completed (set to MPI_REQUEST_NULL) can be counted after it. */
-struct traffic_snapshot {
-	int n;
-	MPI_Request small[16];
-	MPI_Request *reqs;
-};
-void traffic_snapshot(struct traffic_snapshot *s, const MPI_Request *reqs, int n);
-void traffic_completed(struct traffic_snapshot *s, const MPI_Request *reqs, int n);
-void traffic_snapshot_f(struct traffic_snapshot *s, const MPI_Fint *reqs, int n);
-void traffic_completed_f(struct traffic_snapshot *s, const MPI_Fint *reqs, int n);
 
 /* Before MPI writes a receive buffer: let dirty tracking see the write. */
 void traffic_recv_buffer(void *buf, int count, MPI_Datatype type);

@@ -1,0 +1,774 @@
+#!/usr/bin/env python3
+"""Generate stasis's MPI wrappers from the MPI library's own mpi.h and the
+classification table calls.def (DESIGN.md section 10).
+
+Usage: gen_wrappers.py mpi.h calls.def wrappers.c unsupported.txt
+
+For every function of mpi.h: a C wrapper MPI_<Name> calling PMPI_<Name>, and
+(for those the Fortran bindings have) a Fortran wrapper mpi_<name>_ calling
+the bindings' own, which call PMPI_ themselves. Each wrapper raises
+stasis_depth around the real call (allocations made then are the
+runtime's), translates the program's virtual handles to the real ones on
+the way in and back on the way out (mpi/handles.h), and runs the hooks of
+its kind. Functions that are safe and take no handle get no wrapper.
+Functions missing from the table get an "unknown" wrapper that switches
+checkpoints off. Also written: the recorders and replayers of the calls
+recorded by their arguments (datatypes, persistent requests), the
+trampolines of user ops and error handlers, and the list of what is not
+supported (stasis-run --unsupported).
+"""
+import re
+import sys
+
+HANDLES = {
+    "MPI_Comm": "VH_COMM",
+    "MPI_Group": "VH_GROUP",
+    "MPI_Datatype": "VH_TYPE",
+    "MPI_Op": "VH_OP",
+    "MPI_Request": "VH_REQUEST",
+    "MPI_Errhandler": "VH_ERRHANDLER",
+    "MPI_Info": "VH_INFO",
+}
+NULLS = {
+    "VH_COMM": "MPI_COMM_NULL",
+    "VH_GROUP": "MPI_GROUP_NULL",
+    "VH_TYPE": "MPI_DATATYPE_NULL",
+    "VH_OP": "MPI_OP_NULL",
+    "VH_REQUEST": "MPI_REQUEST_NULL",
+    "VH_ERRHANDLER": "MPI_ERRHANDLER_NULL",
+    "VH_INFO": "MPI_INFO_NULL",
+}
+KINDS = {
+    "safe", "collective", "icollective", "send", "isend", "recv", "irecv",
+    "sendrecv", "mprobe", "mrecv", "persistent", "start", "complete",
+    "reqfree", "comm_new", "group_new", "type_new", "info_new", "commit",
+    "free", "buffer_attach", "buffer_detach", "c2f", "f2c", "custom",
+    "custom_c", "unsupported",
+}
+ARRAY_BUF = 16
+OP_SLOTS = 256
+ERRHANDLER_SLOTS = 64
+
+
+class Param:
+    def __init__(self, text):
+        self.text = " ".join(text.split())
+        m = re.match(r"^(const\s+)?(.*?)\s*(\w+)\s*((?:\[[^\]]*\])*)$", self.text)
+        if not m:
+            raise SystemExit("cannot parse parameter: " + text)
+        self.const = bool(m.group(1))
+        typ, self.name, dims = m.group(2), m.group(3), m.group(4)
+        self.ptr = typ.count("*")
+        self.base = typ.replace("*", "").strip()
+        self.array = bool(dims)
+        self.dims = dims
+        self.kind = HANDLES.get(self.base)
+        self.keyval = self.base == "int" and self.name.endswith("keyval")
+
+    def handle_scalar(self):
+        return self.kind and not self.array and self.ptr == 0
+
+    def handle_ptr(self):
+        return self.kind and not self.array and self.ptr == 1
+
+    def handle_array(self):
+        return self.kind and self.array and self.ptr == 0
+
+    def is_char(self):
+        return self.base == "char"
+
+
+class Func:
+    def __init__(self, name, ret, params):
+        self.name = name          # e.g. Comm_split
+        self.ret = ret
+        self.params = params
+        self.kind = "unknown"
+        self.ann = {}
+        self.lens = {}
+
+    def param(self, name):
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise SystemExit("calls.def: MPI_%s has no parameter %s" % (self.name, name))
+
+    @property
+    def full(self):
+        return "MPI_" + self.name
+
+
+def parse_header(path):
+    text = open(path).read()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    funcs = {}
+    for ret, name, params in re.findall(
+            r"OMPI_DECLSPEC\s+([^;{]*?)\b(MPI_\w+)\s*\(([^;]*?)\)\s*[^;]*;", text):
+        params = " ".join(params.split())
+        plist = []
+        if params not in ("void", "") and "..." not in params:
+            plist = [Param(p) for p in params.split(",")]
+        elif "..." in params:
+            plist = [Param(params.split(",")[0])]
+        funcs[name[4:]] = Func(name[4:], " ".join(ret.split()), plist)
+    if not funcs:
+        raise SystemExit("%s: no MPI function found" % path)
+    return funcs
+
+
+def parse_table(path, funcs):
+    for lineno, line in enumerate(open(path), 1):
+        line = line.split("#", 1)[0].split()
+        if not line:
+            continue
+        name, kind, anns = line[0], line[1], line[2:]
+        if name not in funcs:
+            raise SystemExit("%s:%d: MPI_%s is not in mpi.h" % (path, lineno, name))
+        if kind not in KINDS:
+            raise SystemExit("%s:%d: unknown kind %s" % (path, lineno, kind))
+        f = funcs[name]
+        f.kind = kind
+        for a in anns:
+            key, _, value = a.partition("=")
+            if key.startswith("len."):
+                f.param(key[4:])
+                f.lens[key[4:]] = value
+            else:
+                f.ann[key] = value
+        for p in f.params:
+            if (p.handle_array() or (p.kind and p.array)) and p.name not in f.lens:
+                raise SystemExit("%s:%d: MPI_%s: handle array %s needs len.%s=" %
+                                 (path, lineno, name, p.name, p.name))
+
+
+def has_fortran(f):
+    return f.kind not in ("c2f", "f2c") and not f.name.startswith("T_") and \
+        f.name not in ("Status_c2f", "Status_f2c")
+
+
+def len_expr(f, p):
+    """A C expression for the length of array p (handles as real ones)."""
+    expr = f.lens[p.name]
+    for fn in ("size", "peers", "indegree", "outdegree"):
+        expr = re.sub(r"\b%s\(" % fn, "mpi_%s(" % fn, expr)
+    for q in f.params:
+        if q.kind:
+            expr = re.sub(r"(?<![\w.])%s\b" % q.name, "r_" + q.name, expr)
+    return "(" + expr + ")"
+
+
+# --- hooks shared by both languages -------------------------------------------
+# Hook code refers to parameters by their C names: in a C wrapper they are the
+# parameters; in a Fortran wrapper, locals of the same names hold C values.
+# r_<name> is the real C handle of a handle parameter.
+
+def recv_hook(f, ann):
+    fields = ann.split(":")
+    if len(fields) not in (3, 4) or (len(fields) == 4 and fields[3] != "root"):
+        raise SystemExit("calls.def: MPI_%s: bad recv=%s" % (f.name, ann))
+    buf, count, dtype = fields[:3]
+    f.param(buf)
+    f.param(dtype)
+    dtype = "r_" + dtype
+    if "@" in count:
+        counts, displs = count.split("@")
+        call = "traffic_recv_blocks(%s, %s, %s, %s, r_comm);" % (buf, counts, displs, dtype)
+    elif count.endswith("[rank]"):
+        call = "traffic_recv_my_block(%s, %s, %s, r_comm);" % (buf, count[:-6], dtype)
+    else:
+        per_rank = count.endswith("*size")
+        count = count[:-5] if per_rank else count
+        call = "traffic_recv_collective(%s, %s, %s, r_comm, %s);" % (
+            buf, count, dtype, "true" if per_rank else "false")
+        if f.kind in ("recv", "irecv", "sendrecv", "mrecv"):
+            call = "traffic_recv_buffer(%s, %s, %s);" % (buf, count, dtype)
+    if len(fields) == 4:
+        call = "if (traffic_root_prepares(r_comm, root))\n\t\t%s" % call
+    return call
+
+
+def req_kind(f):
+    name = f.name
+    if f.kind in ("isend",) or (f.kind == "persistent" and "send" in name.lower()):
+        return "mpi_req_kind(VH_SEND, dest)"
+    if f.kind in ("irecv",) or (f.kind == "persistent" and name == "Recv_init"):
+        return "mpi_req_kind(VH_RECV, source)"
+    if f.kind == "mrecv":
+        return "mpi_req_kind(VH_RECV, m_ == MPI_MESSAGE_NO_PROC ? MPI_PROC_NULL : 0)"
+    return "0"
+
+
+def record_args(f, fortran):
+    """Arguments of the generated recorder: every parameter but the object
+    made, as C values (virtual handles)."""
+    out = []
+    for p in f.params[:-1]:
+        if p.handle_scalar():
+            out.append("v_" + p.name if fortran else p.name)
+        elif p.handle_array():
+            out.append("(const %s *)v_%s" % (p.base, p.name) if fortran else p.name)
+        else:
+            out.append(p.name)
+    return ", ".join(out)
+
+
+def done_expr(f, fortran, i):
+    """Whether the Wait/Test call completed request i (persistent ones)."""
+    how = f.ann.get("complete")
+    ok = "(*ierr == MPI_SUCCESS)" if fortran else "(ret == MPI_SUCCESS)"
+    flag = "(*(MPI_Fint *)flag_f != 0)" if fortran else "(*flag != 0)"
+    base = " - 1" if fortran else ""
+    index = "(*(MPI_Fint *)index_f%s)" % base if fortran else "(*index)"
+    if how in ("wait", "waitall"):
+        return ok
+    if how in ("test", "testall"):
+        return "(%s && %s)" % (ok, flag)
+    if how == "waitany":
+        return "(%s && %s == %s)" % (ok, index, i)
+    if how == "testany":
+        return "(%s && %s && %s == %s)" % (ok, flag, index, i)
+    if how in ("waitsome", "testsome"):
+        outcount = "*(MPI_Fint *)outcount_f" if fortran else "*outcount"
+        indices = "(const int *)array_of_indices_f" if fortran else "array_of_indices"
+        return "(%s && mpi_index_in(%s, %s, %s%s))" % (ok, indices, outcount, i,
+                                                       " + 1" if fortran else "")
+    if how == "none":
+        return "false"
+    raise SystemExit("calls.def: MPI_%s: complete=%s?" % (f.name, how))
+
+
+class Wrapper:
+    """The pieces of one wrapper, in one language."""
+
+    def __init__(self, f, fortran):
+        self.f = f
+        self.fortran = fortran
+        self.decls = []
+        self.pre = []
+        self.translate = []
+        self.hooks = []
+        self.post = []
+        self.cleanup = []
+        self.args = []
+        self.uses_out = False
+
+    @property
+    def ok(self):
+        return "(*ierr == MPI_SUCCESS)" if self.fortran else "(ret == MPI_SUCCESS)"
+
+
+def out_value(f, p, fortran, real):
+    """The program's value for a handle MPI returned through p."""
+    k = p.kind
+    call = '"%s"' % f.full
+    sfx = "_f" if fortran else ""
+    if f.kind in ("unsupported", "unknown"):
+        return real
+    if f.kind == "comm_new":
+        split = f.ann.get("split", "MPI_UNDEFINED")
+        return "mpi_comm_new%s(%s, %s, %s)" % (sfx, real, split, call)
+    if k == "VH_GROUP":
+        return "mpi_group_new%s(%s, %s)" % (sfx, real, call)
+    if k == "VH_INFO":
+        return "mpi_info_new%s(%s, %s)" % (sfx, real, call)
+    if f.kind == "type_new":
+        return "mpi_type_new%s(%s, &rec_, %s)" % (sfx, real, call)
+    if f.kind == "persistent":
+        return "mpi_req_persistent%s(%s, %s, &rec_, %s)" % (sfx, real, req_kind(f), call)
+    if k == "VH_REQUEST":
+        if f.kind in ("isend", "irecv", "icollective", "mrecv"):
+            return "mpi_req_new%s(%s, %s)" % (sfx, real, req_kind(f))
+        return real  # a window's or a file's request: not one of ours
+    cast = "" if fortran else "(%s)" % p.base
+    return "%smpi_adopt%s(%s, %s, %s)" % (cast, sfx, k, real, call)
+
+
+def build(f, fortran):
+    w = Wrapper(f, fortran)
+    kind = f.kind
+    call = '"%s"' % f.full
+    # Which handle pointer an in/out kind works on.
+    inout = {"free": f.ann.get("free"), "commit": "type", "reqfree": "request"}.get(kind)
+    if kind in ("complete", "start") and not f.params[0].array:
+        inout = "request"
+    if fortran:
+        for p in f.params:
+            if p.handle_scalar() or p.handle_ptr() or p.handle_array():
+                continue
+            if p.keyval and p.ptr == 0:
+                continue
+            if p.base == "int" and p.ptr == 0 and not p.array:
+                w.decls.append("int %s = *(MPI_Fint *)%s_f;" % (p.name, p.name))
+            elif p.base in ("MPI_Aint", "MPI_Count", "MPI_Offset") and p.ptr == 0 and not p.array:
+                w.decls.append("%s %s = *(%s *)%s_f;" % (p.base, p.name, p.base, p.name))
+            elif p.base in ("int", "MPI_Aint") and not p.keyval:
+                w.decls.append("%s *%s = (%s *)%s_f;" % (p.base, p.name, p.base, p.name))
+            elif p.base == "void":
+                w.decls.append("void *%s = %s_f;" % (p.name, p.name))
+    # safe point, unknown calls: before anything is translated
+    if kind == "unknown":
+        w.pre.append("mpi_unknown(%s);" % call)
+    if kind == "collective":
+        comm = "(MPI_Comm)vh_f2c(VH_COMM, *(MPI_Fint *)comm_f)" if fortran else "comm"
+        w.pre.append("safepoint_collective(%s, %s);" % (comm, call))
+    # handle parameters: scalars first (array lengths may use them)
+    scalars = [p for p in f.params if p.handle_scalar() or (p.keyval and p.ptr == 0)]
+    order = scalars + [p for p in f.params if p not in scalars]
+    args = {}
+    nscalar = None
+    for p in order:
+        if nscalar is None and p not in scalars:
+            nscalar = len(w.translate)
+        n = p.name
+        pf = n + "_f"
+        if p.keyval and p.ptr == 0 and not p.array:
+            if fortran:
+                w.decls.append("MPI_Fint rf_%s;" % n)
+                w.translate.append("rf_%s = vh_real_keyval(*(MPI_Fint *)%s);" % (n, pf))
+                args[p.name] = ("&rf_" + n)
+            else:
+                w.translate.append("int r_%s = vh_real_keyval(%s);" % (n, n))
+                args[p.name] = ("r_" + n)
+            continue
+        if p.keyval and p.ptr == 1 and kind == "free":
+            if fortran:
+                w.decls.append("MPI_Fint rf_%s, old_%s = *(MPI_Fint *)%s;" % (n, n, pf))
+                w.translate.append("rf_%s = vh_real_keyval(old_%s);" % (n, n))
+                args[p.name] = ("&rf_" + n)
+                w.post.append("if %s {\n\t\tmpi_keyval_freed(old_%s);\n\t\t*(MPI_Fint *)%s = rf_%s;\n\t}"
+                              % (w.ok, n, pf, n))
+            else:
+                w.translate.append("int old_%s = *%s, r_%s = vh_real_keyval(old_%s);" % (n, n, n, n))
+                args[p.name] = ("&r_" + n)
+                w.post.append("if %s {\n\t\tmpi_keyval_freed(old_%s);\n\t\t*%s = r_%s;\n\t}"
+                              % (w.ok, n, n, n))
+            continue
+        if not p.kind:
+            args[p.name] = (pf if fortran else n)
+            continue
+        k = p.kind
+        T = p.base
+        if p.handle_scalar():
+            if fortran:
+                w.decls.append("MPI_Fint rf_%s;" % n)
+                w.translate.append("rf_%s = vh_real_f(%s, *(MPI_Fint *)%s);" % (n, k, pf))
+                args[p.name] = ("&rf_" + n)
+            else:
+                w.translate.append("%s r_%s = VH_REAL(%s, %s, %s);" % (T, n, k, T, n))
+                args[p.name] = ("r_" + n)
+        elif p.handle_array():
+            length = len_expr(f, p)
+            out_array = not p.const and kind == "safe"
+            if fortran:
+                w.decls.append("MPI_Fint rf_%s_buf[%d], *rf_%s = NULL;" % (n, ARRAY_BUF, n))
+                if out_array:
+                    w.translate.append(
+                        "rf_%s = mpi_f_out_array(%s_f, %s, rf_%s_buf, %d, %s);" %
+                        (n, n, length, n, ARRAY_BUF, k))
+                else:
+                    w.translate.append(
+                        "rf_%s = vh_real_f_array(%s, (const MPI_Fint *)%s, %s, rf_%s_buf, %d);" %
+                        (n, k, pf, length, n, ARRAY_BUF))
+                w.translate.append("if (%s_f && !rf_%s) {\n\t\t*ierr = MPI_ERR_NO_MEM;\n\t\tgoto out;\n\t}" % (n, n))
+                args[p.name] = ("rf_" + n)
+                w.cleanup.append("vh_array_done(rf_%s, rf_%s_buf);" % (n, n))
+            else:
+                w.decls.append("%s r_%s_buf[%d], *r_%s = NULL;" % (T, n, ARRAY_BUF, n))
+                if out_array:
+                    w.translate.append("r_%s = mpi_out_array((void **)r_%s_buf, %d, %s, %s);" %
+                                       (n, n, ARRAY_BUF, length, k))
+                else:
+                    w.translate.append(
+                        "r_%s = (%s *)vh_real_array(%s, (void *const *)%s, %s, (void **)r_%s_buf, %d);"
+                        % (n, T, k, n, length, n, ARRAY_BUF))
+                w.translate.append("if (%s && !r_%s) {\n\t\tret = MPI_ERR_NO_MEM;\n\t\tgoto out;\n\t}" % (n, n))
+                args[p.name] = ("r_" + n)
+                w.cleanup.append("vh_array_done(r_%s, r_%s_buf);" % (n, n))
+            w.uses_out = True
+            if kind == "complete":
+                if fortran:
+                    w.post.append("for (int i = 0; rf_%s && i < %s; i++)\n\t\tmpi_req_settle_f((MPI_Fint *)%s + i, rf_%s[i], %s);"
+                                  % (n, length, pf, n, done_expr(f, True, "i")))
+                else:
+                    w.post.append("for (int i = 0; r_%s && i < %s; i++)\n\t\tmpi_req_settle(&%s[i], r_%s[i], %s);"
+                                  % (n, length, n, n, done_expr(f, False, "i")))
+            elif kind == "start":
+                if fortran:
+                    w.post.append("for (int i = 0; %s && i < %s; i++)\n\t\tmpi_req_started_f(((MPI_Fint *)%s)[i]);"
+                                  % (w.ok, length, pf))
+                else:
+                    w.post.append("for (int i = 0; %s && i < %s; i++)\n\t\tmpi_req_started(%s[i]);"
+                                  % (w.ok, length, n))
+            elif out_array:
+                if fortran:
+                    w.post.append("for (int i = 0; %s && i < %s; i++)\n\t\t((MPI_Fint *)%s)[i] = mpi_adopt_f(%s, rf_%s[i], %s);"
+                                  % (w.ok, length, pf, k, n, call))
+                else:
+                    w.post.append("for (int i = 0; %s && i < %s; i++)\n\t\t%s[i] = mpi_adopt(%s, r_%s[i], %s);"
+                                  % (w.ok, length, n, k, n, call))
+            elif fortran and f.kind == "type_new":
+                w.decls.append("void *v_%s_buf[%d], **v_%s = NULL;" % (n, ARRAY_BUF, n))
+                w.translate.append("v_%s = vh_f2c_array(%s, (const MPI_Fint *)%s, %s, v_%s_buf, %d);"
+                                   % (n, k, pf, length, n, ARRAY_BUF))
+                w.translate.append("if (%s && !v_%s) {\n\t\t*ierr = MPI_ERR_NO_MEM;\n\t\tgoto out;\n\t}" % (pf, n))
+                w.cleanup.append("vh_array_done(v_%s, v_%s_buf);" % (n, n))
+        elif p.handle_ptr():
+            if n == inout:
+                if fortran:
+                    w.decls.append("MPI_Fint rf_%s, old_%s = *(MPI_Fint *)%s;" % (n, n, pf))
+                    w.translate.append("rf_%s = vh_real_f(%s, old_%s);" % (n, k, n))
+                else:
+                    w.translate.append("%s old_%s = *%s, r_%s = VH_REAL(%s, %s, old_%s);" %
+                                       (T, n, n, n, k, T, n))
+                args[p.name] = ("&rf_" + n if fortran else "&r_" + n)
+                old = "old_" + n
+                if kind == "free":
+                    if fortran:
+                        w.post.append("if %s {\n\t\tmpi_freed_f(%s, %s);\n\t\t*(MPI_Fint *)%s = rf_%s;\n\t}"
+                                      % (w.ok, k, old, pf, n))
+                    else:
+                        w.post.append("if %s {\n\t\tmpi_freed(%s, %s);\n\t\t*%s = %s;\n\t}"
+                                      % (w.ok, k, old, n, NULLS[k]))
+                elif kind == "commit":
+                    w.post.append("if %s\n\t\tmpi_type_committed%s(%s);" % (w.ok, "_f" if fortran else "", old))
+                elif kind == "reqfree":
+                    if fortran:
+                        w.post.append("if %s\n\t\tmpi_req_freed_f((MPI_Fint *)%s);" % (w.ok, pf))
+                    else:
+                        w.post.append("if %s\n\t\tmpi_req_freed(%s);" % (w.ok, n))
+                elif kind == "start":
+                    w.post.append("if %s\n\t\tmpi_req_started%s(%s);" % (w.ok, "_f" if fortran else "", old))
+                elif kind == "complete":
+                    if fortran:
+                        w.post.append("mpi_req_settle_f((MPI_Fint *)%s, rf_%s, %s);"
+                                      % (pf, n, done_expr(f, True, "0")))
+                    else:
+                        w.post.append("mpi_req_settle(%s, r_%s, %s);" % (n, n, done_expr(f, False, "0")))
+            else:
+                if fortran:
+                    w.decls.append("MPI_Fint rf_%s = 0;" % n)
+                    args[p.name] = ("&rf_" + n)
+                    w.post.append("if %s\n\t\t*(MPI_Fint *)%s = %s;" %
+                                  (w.ok, pf, out_value(f, p, True, "rf_" + n)))
+                else:
+                    w.decls.append("%s r_%s = %s;" % (T, n, NULLS[k]))
+                    args[p.name] = ("&r_" + n)
+                    w.post.append("if %s\n\t\t*%s = %s;" % (w.ok, n, out_value(f, p, False, "r_" + n)))
+        else:
+            raise SystemExit("MPI_%s: cannot handle parameter %s" % (f.name, p.text))
+    w.args = [args[p.name] for p in f.params]
+    kind_hooks(f, w)
+    if fortran:
+        # The real C handles the C hooks and array lengths use.
+        if nscalar is None:
+            nscalar = len(w.translate)
+        code = "\n".join(w.translate[nscalar:] + w.hooks)
+        for p in reversed(scalars):
+            if p.kind and re.search(r"\br_%s\b" % p.name, code):
+                w.translate.insert(nscalar, "%s r_%s = (%s)vh_real_f2c(%s, rf_%s);" %
+                                   (p.base, p.name, p.base, p.kind, p.name))
+    return w
+
+
+def kind_hooks(f, w):
+    kind = f.kind
+    call = '"%s"' % f.full
+    ok = w.ok
+    fortran = w.fortran
+    for key, value in f.ann.items():
+        if key == "recv":
+            w.hooks.append(recv_hook(f, value))
+    if kind in ("send", "isend", "sendrecv"):
+        w.post.append("if %s\n\t\ttraffic_sent(dest);" % ok)
+    if kind in ("recv", "sendrecv"):
+        w.post.append("if %s\n\t\ttraffic_received(source);" % ok)
+    if kind == "mprobe":
+        if fortran:
+            msg = "PMPI_Message_f2c(*(MPI_Fint *)message_f)"
+            flag = " && *(MPI_Fint *)flag_f" if f.name == "Improbe" else ""
+        else:
+            msg = "*message"
+            flag = " && *flag" if f.name == "Improbe" else ""
+        w.post.append("if (%s%s)\n\t\tmpi_message_matched(%s);" % (ok, flag, msg))
+    if kind == "mrecv":
+        msg = "PMPI_Message_f2c(*(MPI_Fint *)message_f)" if fortran else "*message"
+        w.decls.append("MPI_Message m_ = MPI_MESSAGE_NULL;")
+        w.hooks.append("m_ = %s;" % msg)
+        w.post.append("if %s\n\t\tmpi_message_received(m_);" % ok)
+        if f.name == "Mrecv":
+            w.post.append("if (%s && m_ != MPI_MESSAGE_NO_PROC)\n\t\ttraffic_received(0);" % ok)
+    if kind in ("type_new", "persistent"):
+        w.decls.append("struct rec_builder rec_ = {0};")
+        w.hooks.append("mpi_record_%s(&rec_, %s);" % (f.name, record_args(f, fortran)))
+        # The recorder's copy is dropped when MPI fails.
+        w.post.append("if (!%s) {\n\t\tfree(rec_.data);\n\t\tfree(rec_.parents);\n\t}" % ok)
+        if fortran:
+            for p in f.params[:-1]:
+                if p.handle_scalar():
+                    w.decls.append("%s v_%s = (%s)vh_f2c(%s, *(MPI_Fint *)%s_f);" %
+                                   (p.base, p.name, p.base, p.kind, p.name))
+    if kind == "buffer_attach":
+        w.post.append("if %s\n\t\tmpi_buffer_attached(buffer, size);" % ok)
+    if kind == "buffer_detach":
+        w.post.append("if %s\n\t\tmpi_buffer_detached();" % ok)
+    if kind == "unsupported":
+        w.post.append("if %s\n\t\tsession_unsupported(%s);" % (ok, call))
+
+
+def emit_c(f):
+    w = build(f, False)
+    params = ", ".join(p.text for p in f.params) or "void"
+    args = ", ".join(w.args)
+    body = ["int ret;"] + w.decls + ["", "stasis_depth++;"] + w.pre + w.translate + w.hooks
+    body.append("ret = PMPI_%s(%s);" % (f.name, args))
+    body += w.post
+    if w.uses_out or w.cleanup:
+        body.append("goto out;")
+        body.append("out:")
+    body += w.cleanup
+    body += ["stasis_depth--;", "return ret;"]
+    return "\nEXPORT int MPI_%s(%s)\n{\n%s\n}\n" % (f.name, params, indent(body))
+
+
+def fortran_name(f):
+    return "mpi_%s_" % f.name.lower()
+
+
+def emit_fortran(f):
+    w = build(f, True)
+    sym = fortran_name(f)
+    fparams = ["void *%s_f" % p.name for p in f.params] + ["MPI_Fint *ierr"]
+    lens = ["size_t %s_len" % p.name for p in f.params if p.is_char()]
+    ftypes = ["void *"] * len(f.params) + ["MPI_Fint *"] + ["size_t"] * len(lens)
+    args = w.args + ["ierr"] + [l.split()[1] for l in lens]
+    body = ["static void (*real)(%s);" % ", ".join(ftypes)] + w.decls + ["", "stasis_depth++;"]
+    body += w.pre + w.translate + w.hooks
+    body.append("/* Resolved here: a restart resumes in the hooks above, in a process")
+    body.append(" * where this static was never set. */")
+    body.append("if (!real)\n\t\treal = stasis_next_symbol(\"%s\");" % sym)
+    body.append("real(%s);" % ", ".join(args))
+    body += w.post
+    if w.uses_out or w.cleanup:
+        body.append("goto out;")
+        body.append("out:")
+    body += w.cleanup
+    body.append("stasis_depth--;")
+    upper = "MPI_" + f.name.upper()
+    out = "\nEXPORT void %s(%s)\n{\n%s\n}\n" % (sym, ", ".join(fparams + lens), indent(body))
+    out += "FORTRAN_ALIASES(%s, %s)\n" % (sym[:-1], upper)
+    return out
+
+
+def emit_conversion(f):
+    p = f.params[0]
+    if f.kind == "c2f":
+        k = HANDLES.get(p.base)
+        if not k:
+            return ""
+        return "\nEXPORT MPI_Fint MPI_%s(%s)\n{\n\treturn vh_c2f(%s, %s);\n}\n" % (
+            f.name, p.text, k, p.name)
+    base = f.ret
+    k = HANDLES.get(base)
+    if not k:
+        return ""
+    return "\nEXPORT %s MPI_%s(%s)\n{\n\treturn (%s)vh_f2c(%s, %s);\n}\n" % (
+        base, f.name, p.text, base, k, p.name)
+
+
+def indent(lines):
+    out = []
+    for line in lines:
+        if line == "out:":
+            out.append("out:")
+        elif line == "":
+            out.append("")
+        else:
+            out.append("\t" + line)
+    return "\n".join(out)
+
+
+# --- recorded calls ------------------------------------------------------------
+
+def emit_recorder(f):
+    """mpi_record_<Name>(b, args): the call id and its arguments."""
+    made = f.params[-1]
+    params = []
+    puts = ["rb_int(b, CALL_%s);" % f.name]
+    for p in f.params[:-1]:
+        params.append(p.text)
+        n = p.name
+        if p.handle_scalar():
+            puts.append("rb_handle(b, %s, %s);" % (p.kind, n))
+        elif p.handle_array():
+            puts.append("rb_handles(b, %s, (void *const *)%s, %s);" %
+                        (p.kind, n, f.lens[n]))
+        elif p.base == "int" and not p.array and p.ptr == 0:
+            puts.append("rb_int(b, %s);" % n)
+        elif p.base == "int" and p.array:
+            puts.append("rb_ints(b, %s, %s);" % (n, f.lens[n]))
+        elif p.base == "MPI_Aint" and p.array:
+            puts.append("rb_aints(b, %s, %s);" % (n, f.lens[n]))
+        elif p.base in ("MPI_Aint", "MPI_Count", "MPI_Offset") and not p.array:
+            puts.append("rb_u64(b, (uint64_t)%s);" % n)
+        elif p.base == "void" and p.ptr == 1:
+            puts.append("rb_u64(b, (uintptr_t)%s);" % n)
+        else:
+            raise SystemExit("MPI_%s: cannot record parameter %s" % (f.name, p.text))
+    if not made.handle_ptr():
+        raise SystemExit("MPI_%s: the last parameter must be the object made" % f.name)
+    return "\nvoid mpi_record_%s(struct rec_builder *b, %s)\n{\n%s\n}\n" % (
+        f.name, ", ".join(params), indent(puts))
+
+
+def emit_replayer(f):
+    reads, args = [], []
+    for i, p in enumerate(f.params[:-1]):
+        v = "a%d" % i
+        if p.handle_scalar():
+            reads.append("%s %s = (%s)rr_handle(r, %s);" % (p.base, v, p.base, p.kind))
+        elif p.handle_array():
+            reads.append("int n%d;" % i)
+            reads.append("%s *%s = (%s *)rr_handles(r, %s, &n%d);" % (p.base, v, p.base, p.kind, i))
+        elif p.base == "int" and not p.array:
+            reads.append("int %s = rr_int(r);" % v)
+        elif p.base == "int":
+            reads.append("int n%d;" % i)
+            reads.append("int *%s = (int *)rr_ints(r, &n%d);" % (v, i))
+        elif p.base == "MPI_Aint" and p.array:
+            reads.append("int n%d;" % i)
+            reads.append("MPI_Aint *%s = (MPI_Aint *)rr_aints(r, &n%d);" % (v, i))
+        elif p.base in ("MPI_Aint", "MPI_Count", "MPI_Offset"):
+            reads.append("%s %s = (%s)rr_u64(r);" % (p.base, v, p.base))
+        else:
+            reads.append("void *%s = (void *)(uintptr_t)rr_u64(r);" % v)
+        args.append(v)
+    made = f.params[-1]
+    args.append("(%s *)real" % made.base)
+    flags = "0"
+    if f.kind == "persistent":
+        flags = "VH_PERSISTENT | " + req_kind(f).replace("dest", "a3").replace("source", "a3")
+    body = reads + [
+        "if (r->bad)",
+        "\treturn -EBADMSG;",
+        "*flags = %s;" % flags,
+        "return PMPI_%s(%s) == MPI_SUCCESS ? 0 : -EINVAL;" % (f.name, ", ".join(args)),
+    ]
+    return "\nstatic int replay_%s(struct rec_reader *r, void **real, uint32_t *flags)\n{\n%s\n}\n" % (
+        f.name, indent(body))
+
+
+def emit_recorded(funcs):
+    recorded = [f for f in funcs if f.kind in ("type_new", "persistent")]
+    if not any(f.name == "Type_dup" for f in recorded):
+        raise SystemExit("calls.def: Type_dup must be type_new (mpi_adopt records with it)")
+    out = ["\n/* --- calls recorded by their arguments -------------------------------- */\n"]
+    out.append("enum recorded_call {\n" + "".join(
+        "\tCALL_%s = %d,\n" % (f.name, i + 1) for i, f in enumerate(recorded)) + "};\n")
+    for f in recorded:
+        out.append(emit_recorder(f))
+        out.append(emit_replayer(f))
+    out.append("\nint mpi_replay_call(struct mpi_record *rec, void **real, uint32_t *flags)\n{\n"
+               "\tstruct rec_reader r = rr_open(rec->data, rec->len);\n"
+               "\tint ret;\n\n\tswitch (rr_int(&r)) {\n")
+    for f in recorded:
+        out.append("\tcase CALL_%s:\n\t\tret = replay_%s(&r, real, flags);\n\t\tbreak;\n" %
+                   (f.name, f.name))
+    out.append("\tdefault:\n\t\tret = -EBADMSG;\n\t}\n\trr_done(&r);\n\treturn ret;\n}\n")
+    return "".join(out)
+
+
+def emit_trampolines():
+    out = ["\n/* --- trampolines: one per slot (callbacks.h) ------------------------------ */\n"]
+    for i in range(OP_SLOTS):
+        out.append("static void op_%d(void *a, void *b, int *n, MPI_Datatype *t)\n"
+                   "{\n\tmpi_op_call(%d, a, b, n, t);\n}\n" % (i, i))
+    out.append("\nMPI_User_function *const mpi_op_trampolines[MPI_OP_SLOTS] = {\n" +
+               "".join("\top_%d,\n" % i for i in range(OP_SLOTS)) + "};\n")
+    for i in range(ERRHANDLER_SLOTS):
+        out.append("static void eh_%d(MPI_Comm *c, int *e, ...)\n"
+                   "{\n\tmpi_errhandler_call(%d, c, e);\n}\n" % (i, i))
+    out.append("\nMPI_Comm_errhandler_function *const mpi_errhandler_trampolines[MPI_ERRHANDLER_SLOTS] = {\n" +
+               "".join("\teh_%d,\n" % i for i in range(ERRHANDLER_SLOTS)) + "};\n")
+    return "".join(out)
+
+
+HEADER = """/* Generated by gen_wrappers.py from mpi.h and calls.def: do not edit. */
+/* mpi.h declares the functions MPI-3 removed only when asked: they are
+ * wrapped too, for binaries built against older headers. */
+#define OMPI_OMIT_MPI1_COMPAT_DECLS 0
+#include <errno.h>
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "callbacks.h"
+#include "calls.h"
+#include "comms.h"
+#include "handles.h"
+#include "memory.h"
+#include "preload.h"
+#include "record.h"
+#include "requests.h"
+#include "safepoint.h"
+#include "traffic.h"
+
+/* Fortran count arrays and handles are C ints. */
+_Static_assert(sizeof(MPI_Fint) == sizeof(int), "MPI_Fint is not an int");
+
+#pragma GCC diagnostic ignored "-Wunused-variable"
+#pragma GCC diagnostic ignored "-Wunused-label"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+/* The MPI-1 functions MPI-3 removed are wrapped on purpose. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+"""
+
+
+def needs_wrapper(f):
+    if f.kind in ("custom", "custom_c"):
+        return False
+    if f.kind != "safe":
+        return True
+    # A safe call needs one only to translate handles.
+    return any(p.kind or p.keyval for p in f.params)
+
+
+def main():
+    header, table, out_c, out_list = sys.argv[1:5]
+    funcs = parse_header(header)
+    parse_table(table, funcs)
+    ordered = [funcs[n] for n in sorted(funcs)]
+    out = [HEADER, emit_recorded(ordered)]
+    for f in ordered:
+        if f.kind in ("c2f", "f2c"):
+            out.append(emit_conversion(f))
+            continue
+        if f.kind == "custom_c":
+            # Hand-written in C only: the Fortran one just translates.
+            f.kind = "safe"
+            out.append(emit_fortran(f))
+            f.kind = "custom_c"
+            continue
+        if not needs_wrapper(f):
+            continue
+        out.append(emit_c(f))
+        if has_fortran(f):
+            out.append(emit_fortran(f))
+    out.append(emit_trampolines())
+    with open(out_c, "w") as fp:
+        fp.write("".join(out))
+    with open(out_list, "w") as fp:
+        fp.write("MPI calls that switch checkpoints off (from %s):\n\n" % table.split("/")[-1])
+        for what, kind in (("not supported yet", "unsupported"), ("not known", "unknown")):
+            names = [f.full for f in ordered if f.kind == kind]
+            fp.write("%s (%d):\n" % (what, len(names)))
+            for n in names:
+                fp.write("  %s\n" % n)
+            fp.write("\n")
+        known = sum(1 for f in ordered if f.kind not in ("unknown",))
+        fp.write("%d of the %d functions of mpi.h are classified.\n" % (known, len(ordered)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,225 @@
+/* Lifecycle of the program's MPI objects other than communicators, groups
+ * and requests: datatypes, info objects, handles returned by inquiries,
+ * frees and commits (calls.h). */
+#define LOG_PREFIX "objects: "
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "calls.h"
+#include "log.h"
+#include "session.h"
+
+static void *bind_new(enum vh_kind k, void *real, struct mpi_record *rec, uint32_t flags,
+		      const char *call)
+{
+	void *v;
+
+	if (!rec) {
+		session_unsupported(call);
+		return real;
+	}
+	v = vh_mint(k, real, flags, rec);
+	if (!v) {
+		rec_discard(rec);
+		session_unsupported("more MPI handles than stasis can number");
+		return real;
+	}
+	rec_attach(rec, v);
+	return v;
+}
+
+static MPI_Fint keep_f(enum vh_kind k, void *v, MPI_Fint real_f)
+{
+	struct vh_entry *e = vh_entry(k, v);
+
+	if (!e)
+		return real_f;
+	e->real_f = real_f;
+	return vh_c2f(k, v);
+}
+
+MPI_Datatype mpi_type_new(MPI_Datatype real, struct rec_builder *b, const char *call)
+{
+	struct mpi_record *rec = rec_make(VH_TYPE, b, 0);
+
+	if (real == MPI_DATATYPE_NULL) {
+		rec_discard(rec);
+		return real;
+	}
+	return bind_new(VH_TYPE, real, rec, 0, call);
+}
+
+MPI_Fint mpi_type_new_f(MPI_Fint real_f, struct rec_builder *b, const char *call)
+{
+	return keep_f(VH_TYPE, mpi_type_new(PMPI_Type_f2c(real_f), b, call), real_f);
+}
+
+MPI_Info mpi_info_new(MPI_Info real, const char *call)
+{
+	struct rec_builder b = {0};
+
+	if (real == MPI_INFO_NULL || real == MPI_INFO_ENV)
+		return real;
+	rb_int(&b, 0); /* no keys yet: a checkpoint records the contents */
+	return bind_new(VH_INFO, real, rec_make(VH_INFO, &b, 0), 0, call);
+}
+
+MPI_Fint mpi_info_new_f(MPI_Fint real_f, const char *call)
+{
+	return keep_f(VH_INFO, mpi_info_new(PMPI_Info_f2c(real_f), call), real_f);
+}
+
+void *mpi_adopt(enum vh_kind k, void *real, const char *call)
+{
+	struct rec_builder b = {0};
+	void *v;
+
+	if (real == vh_null(k))
+		return real;
+	v = vh_lookup_real(k, real);
+	if (!v) {
+		/* Predefined (MPI_DOUBLE from MPI_Type_match_size, MPI_ERRORS_RETURN
+		 * ...), or made behind stasis's back: a communicator from a spawn. */
+		if (k == VH_COMM) {
+			session_unsupported(call);
+		}
+		return real;
+	}
+	if (k != VH_TYPE)
+		return v;
+	mpi_record_Type_dup(&b, v);
+	return bind_new(VH_TYPE, real, rec_make(VH_TYPE, &b, 0), VH_REF, call);
+}
+
+MPI_Fint mpi_adopt_f(enum vh_kind k, MPI_Fint real_f, const char *call)
+{
+	void *real = vh_real_f2c(k, real_f), *v = mpi_adopt(k, real, call);
+
+	return v == real ? real_f : keep_f(k, v, real_f);
+}
+
+void mpi_freed(enum vh_kind k, void *v)
+{
+	if (vh_is_virtual(k, v))
+		rec_object_freed(k, v);
+}
+
+void mpi_freed_f(enum vh_kind k, MPI_Fint v)
+{
+	if (vh_is_virtual_f(v))
+		rec_object_freed(k, vh_f2c(k, v));
+}
+
+void mpi_keyval_freed(int v)
+{
+	if (v >= VH_FBASE)
+		rec_object_freed(VH_KEYVAL, vh_value(VH_KEYVAL, (uint32_t)(v - VH_FBASE)));
+}
+
+void mpi_type_committed(MPI_Datatype v)
+{
+	struct vh_entry *e = vh_entry(VH_TYPE, v);
+
+	if (e && e->rec)
+		e->rec->flags |= REC_COMMITTED;
+}
+
+void mpi_type_committed_f(MPI_Fint v)
+{
+	if (vh_is_virtual_f(v))
+		mpi_type_committed(vh_f2c(VH_TYPE, v));
+}
+
+void *mpi_out_array(void **buf, int bufn, int n, enum vh_kind k)
+{
+	void **out = n > bufn ? malloc(sizeof(*out) * (size_t)n) : buf;
+
+	for (int i = 0; out && i < n; i++)
+		out[i] = vh_null(k);
+	return out;
+}
+
+MPI_Fint *mpi_f_out_array(void *app, int n, MPI_Fint *buf, int bufn, enum vh_kind k)
+{
+	MPI_Fint *out = n > bufn ? malloc(sizeof(*out) * (size_t)n) : buf;
+	MPI_Fint null = vh_real_c2f(k, vh_null(k));
+
+	(void)app;
+	for (int i = 0; out && i < n; i++)
+		out[i] = null;
+	return out;
+}
+
+bool mpi_index_in(const int *indices, int n, int i)
+{
+	for (int j = 0; n != MPI_UNDEFINED && j < n; j++)
+		if (indices[j] == i)
+			return true;
+	return false;
+}
+
+void mpi_unknown(const char *call)
+{
+	static char line[256];
+
+	if (session_get() && session_get()->blocked_by)
+		return;
+	snprintf(line, sizeof(line), "%s (an MPI call stasis does not know)", call);
+	session_unsupported(line);
+}
+
+int mpi_size(MPI_Comm comm)
+{
+	int n = 0;
+
+	PMPI_Comm_size(comm, &n);
+	return n;
+}
+
+int mpi_peers(MPI_Comm comm)
+{
+	int inter = 0, n = 0;
+
+	PMPI_Comm_test_inter(comm, &inter);
+	if (inter)
+		PMPI_Comm_remote_size(comm, &n);
+	else
+		PMPI_Comm_size(comm, &n);
+	return n;
+}
+
+static void degrees(MPI_Comm comm, int *in, int *out)
+{
+	int topo = MPI_UNDEFINED, w, n;
+
+	*in = *out = 0;
+	PMPI_Topo_test(comm, &topo);
+	if (topo == MPI_DIST_GRAPH) {
+		PMPI_Dist_graph_neighbors_count(comm, in, out, &w);
+	} else if (topo == MPI_GRAPH) {
+		int rank;
+
+		PMPI_Comm_rank(comm, &rank);
+		PMPI_Graph_neighbors_count(comm, rank, &n);
+		*in = *out = n;
+	} else if (topo == MPI_CART) {
+		PMPI_Cartdim_get(comm, &n);
+		*in = *out = 2 * n;
+	}
+}
+
+int mpi_indegree(MPI_Comm comm)
+{
+	int in, out;
+
+	degrees(comm, &in, &out);
+	return in;
+}
+
+int mpi_outdegree(MPI_Comm comm)
+{
+	int in, out;
+
+	degrees(comm, &in, &out);
+	return out;
+}

@@ -1,0 +1,281 @@
+/* What MPI objects hold that the program changes after making them: the
+ * names of communicators and datatypes, the error handler of each
+ * communicator (and the default one of files), attributes the program
+ * cached on them with its keyvals, and the contents of info objects.
+ * Read from MPI when a checkpoint is taken, put back after a replay has
+ * made the objects, with the program's callbacks kept quiet. MPI_COMM_WORLD
+ * and MPI_COMM_SELF are included: programs set error handlers and
+ * attributes on them. */
+#define LOG_PREFIX "snapshot: "
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "callbacks.h"
+#include "log.h"
+#include "session.h"
+#include "snapshot.h"
+
+enum snap_what { SNAP_COMM = 1, SNAP_TYPE = 2, SNAP_FILE_DEFAULT = 3 };
+
+/* An error handler by its program's handle: a virtual one, or one of the
+ * predefined handlers (whose addresses do not move). */
+static bool predefined_errhandler(MPI_Errhandler eh)
+{
+	static void *throw_exceptions;
+	static bool looked;
+
+	if (!looked) {
+		throw_exceptions = dlsym(RTLD_DEFAULT, "ompi_mpi_errors_throw_exceptions");
+		looked = true;
+	}
+	return eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_RETURN ||
+	       (throw_exceptions && eh == throw_exceptions);
+}
+
+static int put_errhandler(struct rec_builder *b, MPI_Errhandler real)
+{
+	void *v = vh_lookup_real(VH_ERRHANDLER, real);
+
+	if (!v && !predefined_errhandler(real))
+		return -ENOENT;
+	rb_handle(b, VH_ERRHANDLER, v ? v : real);
+	return 0;
+}
+
+struct keyvals {
+	int n;
+	int virt[64], real[64];
+};
+
+static void collect_keyvals(struct keyvals *kv, enum keyval_which which)
+{
+	kv->n = 0;
+	for (struct mpi_record *r = rec_first(); r; r = r->next) {
+		struct vh_entry *e;
+
+		if (r->kind != VH_KEYVAL || callbacks_keyval_which(r) != which)
+			continue;
+		e = vh_entry_at(VH_KEYVAL, r->index);
+		if (!e)
+			continue;
+		if (kv->n == 64) {
+			session_unsupported("more than 64 attribute keyvals of one kind");
+			return;
+		}
+		kv->virt[kv->n] = VH_FBASE + (int)r->index;
+		kv->real[kv->n] = (int)(intptr_t)e->real;
+		kv->n++;
+	}
+}
+
+static void put_attrs(struct rec_builder *b, void *real, const struct keyvals *kv, bool comm)
+{
+	int n = 0, flag;
+	void *val;
+	size_t at = b->len;
+
+	rb_int(b, 0); /* count, patched below */
+	for (int i = 0; i < kv->n; i++) {
+		flag = 0;
+		if (comm)
+			PMPI_Comm_get_attr(real, kv->real[i], &val, &flag);
+		else
+			PMPI_Type_get_attr(real, kv->real[i], &val, &flag);
+		if (!flag)
+			continue;
+		rb_int(b, kv->virt[i]);
+		rb_u64(b, (uintptr_t)val);
+		n++;
+	}
+	if (!b->failed)
+		memcpy(b->data + at, &n, sizeof(n));
+}
+
+static int put_comm(struct rec_builder *b, MPI_Comm v, MPI_Comm real, const struct keyvals *kv)
+{
+	char name[MPI_MAX_OBJECT_NAME] = "";
+	int len = 0, ret;
+	MPI_Errhandler eh;
+
+	rb_int(b, SNAP_COMM);
+	rb_handle(b, VH_COMM, v);
+	PMPI_Comm_get_name(real, name, &len);
+	rb_str(b, name);
+	if (PMPI_Comm_get_errhandler(real, &eh) != MPI_SUCCESS)
+		return -EINVAL;
+	ret = put_errhandler(b, eh);
+	PMPI_Errhandler_free(&eh);
+	if (ret)
+		return ret;
+	put_attrs(b, real, kv, true);
+	return 0;
+}
+
+static void put_type(struct rec_builder *b, MPI_Datatype v, MPI_Datatype real,
+		     const struct keyvals *kv)
+{
+	char name[MPI_MAX_OBJECT_NAME] = "";
+	int len = 0;
+
+	rb_int(b, SNAP_TYPE);
+	rb_handle(b, VH_TYPE, v);
+	PMPI_Type_get_name(real, name, &len);
+	rb_str(b, name);
+	put_attrs(b, real, kv, false);
+}
+
+/* Info objects are recorded by what they hold now. */
+static int info_contents(struct mpi_record *rec, MPI_Info real)
+{
+	struct rec_builder b = {0};
+	char key[MPI_MAX_INFO_KEY + 1], *val;
+	int n = 0, vlen, flag;
+
+	PMPI_Info_get_nkeys(real, &n);
+	rb_int(&b, n);
+	for (int i = 0; i < n; i++) {
+		if (PMPI_Info_get_nthkey(real, i, key) != MPI_SUCCESS ||
+		    PMPI_Info_get_valuelen(real, key, &vlen, &flag) != MPI_SUCCESS || !flag ||
+		    !(val = malloc((size_t)vlen + 1))) {
+			b.failed = true;
+			break;
+		}
+		PMPI_Info_get(real, key, vlen, val, &flag);
+		val[vlen] = 0;
+		rb_str(&b, key);
+		rb_str(&b, val);
+		free(val);
+	}
+	if (b.failed) {
+		free(b.data);
+		return -ENOMEM;
+	}
+	free(rec->data);
+	rec->data = b.data;
+	rec->len = b.len;
+	return 0;
+}
+
+int snapshot_write(struct rec_builder *b, int *count)
+{
+	struct keyvals comm_kv, type_kv;
+	MPI_Errhandler eh;
+	int n = 0, ret;
+
+	collect_keyvals(&comm_kv, KEYVAL_COMM);
+	collect_keyvals(&type_kv, KEYVAL_TYPE);
+	for (struct mpi_record *r = rec_first(); r; r = r->next) {
+		struct vh_entry *e = vh_entry_at(r->kind, r->index);
+
+		if (!e || (r->flags & REC_FREED))
+			continue;
+		if (r->kind == VH_COMM) {
+			ret = put_comm(b, vh_value(VH_COMM, r->index), e->real, &comm_kv);
+			if (ret)
+				return ret;
+			n++;
+		} else if (r->kind == VH_TYPE) {
+			put_type(b, vh_value(VH_TYPE, r->index), e->real, &type_kv);
+			n++;
+		} else if (r->kind == VH_INFO && (ret = info_contents(r, e->real))) {
+			return ret;
+		}
+	}
+	if ((ret = put_comm(b, MPI_COMM_WORLD, MPI_COMM_WORLD, &comm_kv)) ||
+	    (ret = put_comm(b, MPI_COMM_SELF, MPI_COMM_SELF, &comm_kv)))
+		return ret;
+	rb_int(b, SNAP_FILE_DEFAULT);
+	if (PMPI_File_get_errhandler(MPI_FILE_NULL, &eh) != MPI_SUCCESS)
+		return -EINVAL;
+	ret = put_errhandler(b, eh);
+	PMPI_Errhandler_free(&eh);
+	*count = n + 3;
+	return ret ? ret : b->failed ? -ENOMEM : 0;
+}
+
+static int apply_attrs(struct rec_reader *r, void *real, bool comm)
+{
+	int n = rr_int(r), ret = MPI_SUCCESS;
+
+	if (n < 0)
+		r->bad = true;
+	for (int i = 0; i < n && !r->bad && ret == MPI_SUCCESS; i++) {
+		int keyval = vh_real_keyval(rr_int(r));
+		void *val = (void *)(uintptr_t)rr_u64(r);
+
+		if (r->bad)
+			break;
+		ret = comm ? PMPI_Comm_set_attr(real, keyval, val)
+			   : PMPI_Type_set_attr(real, keyval, val);
+	}
+	return r->bad ? -EBADMSG : ret == MPI_SUCCESS ? 0 : -EINVAL;
+}
+
+int snapshot_apply(struct rec_reader *r, int count)
+{
+	int ret = 0;
+
+	for (int i = 0; i < count && !ret; i++) {
+		int what = rr_int(r);
+		const char *name;
+		MPI_Comm c;
+		MPI_Datatype t;
+		MPI_Errhandler eh;
+
+		switch (what) {
+		case SNAP_COMM:
+			c = rr_handle(r, VH_COMM);
+			name = rr_str(r);
+			eh = rr_handle(r, VH_ERRHANDLER);
+			if (r->bad)
+				return -EBADMSG;
+			if (name && name[0])
+				PMPI_Comm_set_name(c, name);
+			if (PMPI_Comm_set_errhandler(c, eh) != MPI_SUCCESS)
+				return -EINVAL;
+			ret = apply_attrs(r, c, true);
+			break;
+		case SNAP_TYPE:
+			t = rr_handle(r, VH_TYPE);
+			name = rr_str(r);
+			if (r->bad)
+				return -EBADMSG;
+			if (name && name[0])
+				PMPI_Type_set_name(t, name);
+			ret = apply_attrs(r, t, false);
+			break;
+		case SNAP_FILE_DEFAULT:
+			eh = rr_handle(r, VH_ERRHANDLER);
+			if (r->bad)
+				return -EBADMSG;
+			ret = PMPI_File_set_errhandler(MPI_FILE_NULL, eh) == MPI_SUCCESS ? 0
+											: -EINVAL;
+			break;
+		default:
+			return -EBADMSG;
+		}
+		rr_done(r);
+	}
+	return ret;
+}
+
+int snapshot_replay_info(const struct mpi_record *rec, MPI_Info *out)
+{
+	struct rec_reader r = rr_open(rec->data, rec->len);
+	int n = rr_int(&r), ret;
+
+	if (r.bad || n < 0 || PMPI_Info_create(out) != MPI_SUCCESS)
+		return -EBADMSG;
+	ret = 0;
+	for (int i = 0; i < n && !ret; i++) {
+		const char *key = rr_str(&r), *val = rr_str(&r);
+
+		if (r.bad || !key || !val)
+			ret = -EBADMSG;
+		else if (PMPI_Info_set(*out, key, val) != MPI_SUCCESS)
+			ret = -EINVAL;
+	}
+	rr_done(&r);
+	return ret;
+}

@@ -1,0 +1,344 @@
+#define LOG_PREFIX "mpi state: "
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "callbacks.h"
+#include "calls.h"
+#include "comms.h"
+#include "format.h"
+#include "log.h"
+#include "memory.h"
+#include "record.h"
+#include "snapshot.h"
+#include "state.h"
+
+#define STATE_MAGIC "STASISMP"
+#define STATE_VERSION 1u
+
+/* The blob: this header, then each record, then the snapshot entries. */
+struct state_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t nrecords;
+	uint64_t next_seq;
+	uint64_t bytes; /* used, header included */
+	uint64_t buffer_addr;
+	int32_t buffer_size;
+	int32_t nsnapshot;
+};
+
+int mpi_state_init(void)
+{
+	int ret = comms_init();
+
+	if (!ret)
+		callbacks_init();
+	return ret;
+}
+
+static void put_record(struct rec_builder *b, const struct mpi_record *r)
+{
+	rb_int(b, r->kind);
+	rb_int(b, (int)r->index);
+	rb_u64(b, r->seq);
+	rb_int(b, (int)r->flags);
+	rb_int(b, (int)r->nparents);
+	for (uint32_t i = 0; i < r->nparents; i++) {
+		rb_int(b, r->parents[i]->kind);
+		rb_int(b, (int)r->parents[i]->index);
+	}
+	rb_u64(b, r->len);
+	rb_put(b, r->data, r->len);
+}
+
+/* Page-aligned memory kept between checkpoints (it is written to the
+ * image straight from here). */
+static void *out;
+static size_t out_cap;
+
+int mpi_state_save(void **data, size_t *len, char *err, size_t errlen)
+{
+	struct rec_builder b = {0}, snap = {0};
+	struct state_header h = {0};
+	void *buf;
+	int ret, nsnap = 0;
+	size_t need;
+
+	/* Snapshot first: it refreshes the contents of info records. */
+	ret = snapshot_write(&snap, &nsnap);
+	if (ret) {
+		snprintf(err, errlen, "cannot record the state of MPI objects: %s",
+			 ret == -ENOENT ? "an error handler stasis did not see made is in use"
+					: strerror(-ret));
+		goto out;
+	}
+	rb_put(&b, &h, sizeof(h));
+	for (const struct mpi_record *r = rec_first(); r; r = r->next)
+		put_record(&b, r);
+	rb_put(&b, snap.data, snap.len);
+	if (b.failed || snap.failed) {
+		snprintf(err, errlen, "out of memory recording MPI objects");
+		ret = -ENOMEM;
+		goto out;
+	}
+	memcpy(h.magic, STATE_MAGIC, 8);
+	h.version = STATE_VERSION;
+	h.nrecords = (uint32_t)rec_count();
+	h.next_seq = rec_next_seq();
+	h.bytes = b.len;
+	h.nsnapshot = nsnap;
+	mpi_buffer_get(&buf, &h.buffer_size);
+	h.buffer_addr = (uintptr_t)buf;
+	memcpy(b.data, &h, sizeof(h));
+	need = (b.len + STASIS_PAGE - 1) / STASIS_PAGE * STASIS_PAGE;
+	if (need > out_cap) {
+		void *p = mmap(NULL, need * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+
+		if (p == MAP_FAILED) {
+			snprintf(err, errlen, "out of memory recording MPI objects");
+			ret = -ENOMEM;
+			goto out;
+		}
+		if (out)
+			munmap(out, out_cap);
+		out = p;
+		out_cap = need * 2;
+	}
+	memcpy(out, b.data, b.len);
+	memset((char *)out + b.len, 0, need - b.len);
+	*data = out;
+	*len = need;
+out:
+	free(b.data);
+	free(b.parents);
+	free(snap.data);
+	free(snap.parents);
+	return ret;
+}
+
+/* --- replay ------------------------------------------------------------------ */
+
+/* Read one record; its parents must be records read before it. */
+static struct mpi_record *read_record(struct rec_reader *r, struct mpi_record **by_order,
+				      size_t nread)
+{
+	struct mpi_record *rec = calloc(1, sizeof(*rec));
+	uint64_t len;
+
+	if (!rec)
+		return NULL;
+	rec->kind = (enum vh_kind)rr_int(r);
+	rec->index = (uint32_t)rr_int(r);
+	rec->seq = rr_u64(r);
+	rec->flags = (uint32_t)rr_int(r);
+	rec->nparents = (uint32_t)rr_int(r);
+	if (r->bad || rec->kind >= VH_NKINDS || rec->index >= VH_MAX_INDEX ||
+	    rec->nparents > nread)
+		goto bad;
+	if (rec->nparents && !(rec->parents = calloc(rec->nparents, sizeof(*rec->parents))))
+		goto bad;
+	for (uint32_t i = 0; i < rec->nparents; i++) {
+		int k = rr_int(r);
+		uint32_t index = (uint32_t)rr_int(r);
+
+		for (size_t j = 0; j < nread && !rec->parents[i]; j++)
+			if (by_order[j]->kind == (enum vh_kind)k && by_order[j]->index == index)
+				rec->parents[i] = by_order[j];
+		if (!rec->parents[i])
+			goto bad;
+	}
+	len = rr_u64(r);
+	if (r->bad || len > (uint64_t)(r->end - r->p) || !(rec->data = malloc(len ? len : 1)))
+		goto bad;
+	rr_get(r, rec->data, len);
+	rec->len = len;
+	return rec;
+bad:
+	r->bad = true;
+	rec_discard(rec);
+	return NULL;
+}
+
+/* Make the object of rec again: its real handle and the flags of its
+ * virtual one. */
+static int replay_one(struct mpi_record *rec, void **real, uint32_t *flags, char *why,
+		      size_t len)
+{
+	int ret;
+
+	*flags = 0;
+	switch (rec->kind) {
+	case VH_COMM:
+		return comms_replay_comm(rec, (MPI_Comm *)real, flags, why, len);
+	case VH_GROUP:
+		return comms_replay_group(rec, (MPI_Group *)real);
+	case VH_INFO:
+		return snapshot_replay_info(rec, (MPI_Info *)real);
+	case VH_OP:
+	case VH_KEYVAL:
+	case VH_ERRHANDLER:
+		return callbacks_replay(rec, real);
+	case VH_TYPE:
+		ret = mpi_replay_call(rec, real, flags);
+		if (!ret && (rec->flags & REC_COMMITTED))
+			ret = PMPI_Type_commit((MPI_Datatype *)real) == MPI_SUCCESS ? 0 : -EINVAL;
+		return ret;
+	case VH_REQUEST:
+		return mpi_replay_call(rec, real, flags);
+	default:
+		return -EBADMSG;
+	}
+}
+
+/* The program had freed these: free them again now that what needed them
+ * exists. Error handlers and keyvals stay usable by the objects that hold
+ * them (MPI counts references). */
+static void free_again(struct mpi_record *rec)
+{
+	struct vh_entry *e = vh_entry_at(rec->kind, rec->index);
+	void *real;
+	int kv;
+
+	if (!e || !(rec->flags & REC_FREED))
+		return;
+	real = e->real;
+	switch (rec->kind) {
+	case VH_COMM:
+		PMPI_Comm_free((MPI_Comm *)&real);
+		break;
+	case VH_GROUP:
+		PMPI_Group_free((MPI_Group *)&real);
+		break;
+	case VH_TYPE:
+		PMPI_Type_free((MPI_Datatype *)&real);
+		break;
+	case VH_OP:
+		PMPI_Op_free((MPI_Op *)&real);
+		break;
+	case VH_INFO:
+		PMPI_Info_free((MPI_Info *)&real);
+		break;
+	case VH_REQUEST:
+		PMPI_Request_free((MPI_Request *)&real);
+		break;
+	case VH_ERRHANDLER:
+		PMPI_Errhandler_free((MPI_Errhandler *)&real);
+		return;
+	case VH_KEYVAL:
+		kv = (int)(intptr_t)real;
+		switch (callbacks_keyval_which(rec)) {
+		case KEYVAL_COMM:
+			PMPI_Comm_free_keyval(&kv);
+			break;
+		case KEYVAL_TYPE:
+			PMPI_Type_free_keyval(&kv);
+			break;
+		default:
+			PMPI_Win_free_keyval(&kv);
+		}
+		return;
+	default:
+		return;
+	}
+	vh_zombie(rec->kind, vh_value(rec->kind, rec->index));
+}
+
+static int replay_records(struct rec_reader *r, uint32_t n, char *why, size_t whylen)
+{
+	struct mpi_record **by_order = calloc(n ? n : 1, sizeof(*by_order));
+	size_t nread = 0;
+	int ret = 0;
+
+	if (!by_order)
+		return -ENOMEM;
+	/* Read and check every record before the first collective: a bad one
+	 * must stop all ranks together, not leave some inside a replay. */
+	for (uint32_t i = 0; i < n; i++) {
+		struct mpi_record *rec = read_record(r, by_order, nread);
+
+		if (!rec) {
+			ret = -EBADMSG;
+			break;
+		}
+		by_order[nread++] = rec;
+	}
+	PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	if (ret) {
+		if (!why[0])
+			snprintf(why, whylen, "the MPI state in the image is damaged");
+		goto out;
+	}
+	/* A record this rank cannot make again does not stop its loop: the
+	 * other members of the communicators after it would wait for it. */
+	for (size_t i = 0; i < nread; i++) {
+		struct mpi_record *rec = by_order[i];
+		void *real = NULL;
+		uint32_t flags;
+		int err = replay_one(rec, &real, &flags, why, whylen);
+
+		if (!err && vh_bind(rec->kind, rec->index, real, flags, rec))
+			err = -EEXIST;
+		if (err) {
+			if (!ret)
+				snprintf(why, whylen,
+					 "cannot make the MPI object of record %llu again: %s",
+					 (unsigned long long)rec->seq, strerror(-err));
+			ret = ret ? ret : err;
+			continue;
+		}
+		rec_restore(rec);
+		by_order[i] = NULL;
+	}
+out:
+	for (size_t i = 0; i < nread; i++)
+		rec_discard(by_order[i]);
+	free(by_order);
+	return ret;
+}
+
+int mpi_state_replay(const void *data, size_t len, char *why, size_t whylen)
+{
+	struct rec_reader r = rr_open(data, len);
+	struct state_header h;
+	int ret = 0, bad;
+
+	why[0] = 0;
+	rr_get(&r, &h, sizeof(h));
+	if (r.bad || memcmp(h.magic, STATE_MAGIC, 8) || h.version != STATE_VERSION ||
+	    h.bytes > len || h.bytes < sizeof(h) || h.nsnapshot < 0) {
+		snprintf(why, whylen, "the MPI state in the image is damaged");
+		ret = -EBADMSG;
+	}
+	r.end = (const uint8_t *)data + (ret ? sizeof(h) : h.bytes);
+	bad = ret;
+	PMPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	if (bad)
+		return bad;
+	callbacks_quiet(true);
+	ret = replay_records(&r, h.nrecords, why, whylen);
+	if (!ret) {
+		ret = snapshot_apply(&r, h.nsnapshot);
+		if (ret && !why[0])
+			snprintf(why, whylen, "cannot put back the state of MPI objects: %s",
+				 strerror(-ret));
+	}
+	if (!ret)
+		for (struct mpi_record *rec = rec_first(); rec; rec = rec->next)
+			free_again(rec);
+	callbacks_quiet(false);
+	rec_set_next_seq(h.next_seq);
+	mpi_buffer_set((void *)(uintptr_t)h.buffer_addr, h.buffer_size);
+	/* A verification failure (why set, ret 0) stops the restart too. */
+	bad = ret ? ret : why[0] ? -EXDEV : 0;
+	PMPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	return bad;
+}
+
+void mpi_state_resumed(void)
+{
+	if (mpi_buffer_reattach())
+		pr_warn("cannot attach the buffered-send buffer again");
+}
