@@ -6,7 +6,7 @@
  * hashes the whole grid and the list, so a restart that loses or corrupts
  * any of them changes the output.
  *
- *   heat [N [ITERS]] [--thread] [--multiple] [--split] [--type]
+ *   heat [N [ITERS]] [--thread] [--multiple] [--split] [--type] [--unknown]
  *
  * N x N grid split in rows over the ranks, ITERS Jacobi sweeps. Each sweep
  * exchanges halos (MPI_Sendrecv on even sweeps, MPI_Isend/Irecv/Waitall on
@@ -19,6 +19,8 @@
  *   --multiple  MPI_Init_thread(MPI_THREAD_MULTIPLE)
  *   --split     MPI_Comm_split once, plus an allreduce on it every sweep
  *   --type      halos travel as one MPI_Type_contiguous row
+ *   --unknown   calls a function of the MPI tool interface (MPI_T_*),
+ *               which stasis does not classify, right after MPI_Init
  *
  * Output (rank 0, stdout, only at the end):
  *   heat: n=<N> iters=<ITERS> checksum=<16 hex> residual=<%.17g>
@@ -51,7 +53,7 @@ static struct note *notes;
 
 struct opts {
 	int n, iters;
-	int thread, multiple, split, type;
+	int thread, multiple, split, type, unknown;
 };
 
 static void die(const char *msg)
@@ -72,6 +74,8 @@ static void parse(int argc, char **argv, struct opts *o)
 			o->thread = 1;
 		else if (!strcmp(argv[i], "--multiple"))
 			o->multiple = 1;
+		else if (!strcmp(argv[i], "--unknown"))
+			o->unknown = 1;
 		else if (!strcmp(argv[i], "--split"))
 			o->split = 1;
 		else if (!strcmp(argv[i], "--type"))
@@ -81,7 +85,8 @@ static void parse(int argc, char **argv, struct opts *o)
 		else if (pos == 1 && atoi(argv[i]) > 0)
 			o->iters = atoi(argv[i]), pos++;
 		else {
-			fprintf(stderr, "usage: heat [N [ITERS]] [--thread] [--multiple] [--split] [--type]\n");
+			fprintf(stderr, "usage: heat [N [ITERS]] [--thread] [--multiple] [--split] "
+					"[--type] [--unknown]\n");
 			exit(2);
 		}
 	}
@@ -180,6 +185,13 @@ int main(int argc, char **argv)
 			fprintf(stderr, "heat: MPI_THREAD_MULTIPLE not provided (%d)\n", provided);
 	} else {
 		MPI_Init(&argc, &argv);
+	}
+	if (o.unknown) {
+		int level, pvars;
+
+		MPI_T_init_thread(MPI_THREAD_SINGLE, &level);
+		MPI_T_pvar_get_num(&pvars);
+		MPI_T_finalize();
 	}
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -33,6 +33,10 @@ cr_default_args() {
 	heat) echo "768 6000" ;;
 	heat_f) echo "768 8000" ;;
 	state) echo "65536 5000" ;;
+	comms) echo "4096 2000" ;;
+	types) echo "256 1000" ;;
+	persist) echo "8192 2000" ;;
+	fsplit) echo "128 2000" ;;
 	protected_io) echo "16384 4000" ;;
 	segv_handler) echo "131072 6000" ;;
 	*) echo "" ;;

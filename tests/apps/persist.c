@@ -1,0 +1,102 @@
+/* persist: a ring exchange built on persistent requests, a checkpoint test
+ * subject for issue 7. The requests are made once (MPI_Send_init,
+ * MPI_Recv_init, MPI_Bsend_init with an attached buffer) and started every
+ * step (MPI_Startall / MPI_Start); between steps they are inactive, and a
+ * restart must give them back under the same handles. One pair of requests
+ * is freed and made again halfway.
+ *
+ *   persist [N [ITERS]]
+ *
+ * Output (rank 0, stdout, at the end): one line hashing the field.
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t hash = 0xcbf29ce484222325ull;
+
+static void mix(const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+
+	for (size_t i = 0; i < len; i++) {
+		hash ^= p[i];
+		hash *= 0x100000001b3ull;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int n = argc > 1 ? atoi(argv[1]) : 8192, iters = argc > 2 ? atoi(argv[2]) : 2000;
+	int rank, size, left, right, bsize;
+	double *u, *from_left, *from_right, token = 0, got = 0;
+	MPI_Request ring[4], tok[2];
+	void *bbuf;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	left = (rank + size - 1) % size;
+	right = (rank + 1) % size;
+
+	u = malloc(sizeof(double) * n);
+	from_left = malloc(sizeof(double) * n);
+	from_right = malloc(sizeof(double) * n);
+	for (int i = 0; i < n; i++)
+		u[i] = (double)((rank * 131 + i) % 101) / 101.0;
+
+	/* The buffer of buffered sends: application memory, attached once. */
+	MPI_Pack_size(1, MPI_DOUBLE, MPI_COMM_WORLD, &bsize);
+	bsize = 4 * (bsize + MPI_BSEND_OVERHEAD);
+	bbuf = malloc(bsize);
+	MPI_Buffer_attach(bbuf, bsize);
+
+	MPI_Send_init(u, n, MPI_DOUBLE, right, 1, MPI_COMM_WORLD, &ring[0]);
+	MPI_Send_init(u, n, MPI_DOUBLE, left, 2, MPI_COMM_WORLD, &ring[1]);
+	MPI_Recv_init(from_left, n, MPI_DOUBLE, left, 1, MPI_COMM_WORLD, &ring[2]);
+	MPI_Recv_init(from_right, n, MPI_DOUBLE, right, 2, MPI_COMM_WORLD, &ring[3]);
+	MPI_Bsend_init(&token, 1, MPI_DOUBLE, right, 3, MPI_COMM_WORLD, &tok[0]);
+	MPI_Recv_init(&got, 1, MPI_DOUBLE, left, 3, MPI_COMM_WORLD, &tok[1]);
+
+	for (int it = 0; it < iters; it++) {
+		double sum = 0;
+
+		MPI_Startall(4, ring);
+		MPI_Waitall(4, ring, MPI_STATUSES_IGNORE);
+		for (int i = 0; i < n; i++)
+			u[i] = 0.5 * u[i] + 0.25 * (from_left[i] + from_right[(i + 1) % n]);
+
+		token = u[it % n] + it;
+		MPI_Start(&tok[1]);
+		MPI_Start(&tok[0]);
+		MPI_Wait(&tok[0], MPI_STATUS_IGNORE);
+		MPI_Wait(&tok[1], MPI_STATUS_IGNORE);
+		mix(&got, sizeof(got));
+
+		if (it == iters / 2) {
+			/* Requests freed and made again: the new ones are restored. */
+			MPI_Request_free(&ring[0]);
+			MPI_Request_free(&ring[2]);
+			MPI_Send_init(u, n, MPI_DOUBLE, right, 1, MPI_COMM_WORLD, &ring[0]);
+			MPI_Recv_init(from_left, n, MPI_DOUBLE, left, 1, MPI_COMM_WORLD, &ring[2]);
+		}
+		for (int i = 0; i < n; i++)
+			sum += u[i];
+		MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		mix(&sum, sizeof(sum));
+	}
+
+	for (int i = 0; i < 4; i++)
+		MPI_Request_free(&ring[i]);
+	MPI_Request_free(&tok[0]);
+	MPI_Request_free(&tok[1]);
+	MPI_Buffer_detach(&bbuf, &bsize);
+	free(bbuf);
+	if (rank == 0)
+		printf("persist: n=%d iters=%d ranks=%d hash=%016llx\n", n, iters, size,
+		       (unsigned long long)hash);
+	MPI_Finalize();
+	return 0;
+}
