@@ -15,6 +15,12 @@
  * the generated recorder). */
 MPI_Datatype mpi_type_new(MPI_Datatype real, struct rec_builder *b, const char *call);
 MPI_Fint mpi_type_new_f(MPI_Fint real_f, struct rec_builder *b, const char *call);
+/* A second handle to a datatype the program has (b: a duplicate of it). */
+MPI_Datatype mpi_type_new_ref(MPI_Datatype real, struct rec_builder *b, const char *call);
+/* A datatype MPI returned (decode.c): known ones come back as a new handle
+ * of their own, predefined ones as they are, others are decoded into the
+ * constructor call that makes them again. */
+MPI_Datatype mpi_type_adopt(MPI_Datatype real, const char *call);
 /* An info object MPI just made (recorded by its contents at checkpoints). */
 MPI_Info mpi_info_new(MPI_Info real, const char *call);
 MPI_Fint mpi_info_new_f(MPI_Fint real_f, const char *call);
@@ -50,8 +56,7 @@ int mpi_indegree(MPI_Comm comm);
 int mpi_outdegree(MPI_Comm comm);
 
 /* Generated: make the object of a call record again (datatypes, persistent
- * requests), and the recorder of MPI_Type_dup used by mpi_adopt. */
+ * requests). The recorders are in the generated recorders.h. */
 int mpi_replay_call(struct mpi_record *rec, void **real, uint32_t *flags);
-void mpi_record_Type_dup(struct rec_builder *b, MPI_Datatype type);
 
 #endif

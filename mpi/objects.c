@@ -49,6 +49,11 @@ MPI_Datatype mpi_type_new(MPI_Datatype real, struct rec_builder *b, const char *
 	return bind_new(VH_TYPE, real, rec, 0, call);
 }
 
+MPI_Datatype mpi_type_new_ref(MPI_Datatype real, struct rec_builder *b, const char *call)
+{
+	return bind_new(VH_TYPE, real, rec_make(VH_TYPE, b, 0), VH_REF, call);
+}
+
 MPI_Fint mpi_type_new_f(MPI_Fint real_f, struct rec_builder *b, const char *call)
 {
 	return keep_f(VH_TYPE, mpi_type_new(PMPI_Type_f2c(real_f), b, call), real_f);
@@ -71,24 +76,18 @@ MPI_Fint mpi_info_new_f(MPI_Fint real_f, const char *call)
 
 void *mpi_adopt(enum vh_kind k, void *real, const char *call)
 {
-	struct rec_builder b = {0};
 	void *v;
 
+	if (k == VH_TYPE)
+		return mpi_type_adopt(real, call);
 	if (real == vh_null(k))
 		return real;
 	v = vh_lookup_real(k, real);
-	if (!v) {
-		/* Predefined (MPI_DOUBLE from MPI_Type_match_size, MPI_ERRORS_RETURN
-		 * ...), or made behind stasis's back: a communicator from a spawn. */
-		if (k == VH_COMM) {
-			session_unsupported(call);
-		}
-		return real;
-	}
-	if (k != VH_TYPE)
-		return v;
-	mpi_record_Type_dup(&b, v);
-	return bind_new(VH_TYPE, real, rec_make(VH_TYPE, &b, 0), VH_REF, call);
+	/* Else predefined (MPI_ERRORS_RETURN ...), or made behind stasis's
+	 * back: a communicator from a spawn. */
+	if (!v && k == VH_COMM)
+		session_unsupported(call);
+	return v ? v : real;
 }
 
 MPI_Fint mpi_adopt_f(enum vh_kind k, MPI_Fint real_f, const char *call)

@@ -37,6 +37,7 @@ cr_default_args() {
 	types) echo "256 1000" ;;
 	persist) echo "8192 2000" ;;
 	fsplit) echo "128 2000" ;;
+	objects) echo "64 2000" ;;
 	protected_io) echo "16384 4000" ;;
 	segv_handler) echo "131072 6000" ;;
 	*) echo "" ;;
