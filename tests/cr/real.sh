@@ -1,0 +1,111 @@
+#!/bin/bash
+# real.sh lammps|pw: a real MPI program from Debian's packages, written by
+# nobody here, killed after two checkpoints and restarted; what it printed
+# must be what an uninterrupted run prints:
+#   lammps  LAMMPS (C++), the melt example with a longer run, 2 ranks: its
+#           thermo table
+#   pw      Quantum ESPRESSO's pw.x (Fortran; splits its communicators
+#           through the Fortran bindings), a silicon SCF, 2 ranks: the
+#           energies and accuracies of its iterations
+# The killed run's lines must be a prefix of the uninterrupted run's, the
+# restart's a suffix ending the same way, and together they must leave no
+# line out. The program's size (steps, k-points) is raised until the
+# uninterrupted run lasts long enough for the checkpoints to come.
+set -euo pipefail
+# shellcheck source=../lib/cr.sh
+source "$(dirname "$0")/../lib/cr.sh"
+
+what=${1:?usage: real.sh lammps|pw}
+CR_NP=2
+export STASIS_INTERVAL=0.5
+cr_setup
+
+case $what in
+lammps)
+	exe=$(command -v lmp || true)
+	deck=/usr/share/lammps/examples/melt/in.melt
+	[[ -n $exe && -r $deck ]] || cr_skip "lmp or $deck missing (Debian's lammps, lammps-examples)"
+	# Thermo rows: a step number, then numbers.
+	lines_re='^ +[0-9]+ +-?[0-9]'
+	size=2000
+	make_input() { sed -E "s/^run[[:space:]]+[0-9]+/run $1/" "$deck" >"$CR_TMP/in.melt"; }
+	args=(-in "$CR_TMP/in.melt" -log none)
+	;;
+pw)
+	exe=$(command -v pw.x || true)
+	pseudo=/usr/share/espresso/pseudo
+	[[ -n $exe && -r $pseudo/Si.pz-vbc.UPF ]] ||
+		cr_skip "pw.x or $pseudo/Si.pz-vbc.UPF missing (Debian's quantum-espresso, quantum-espresso-data)"
+	lines_re='total energy|estimated scf accuracy'
+	size=4
+	# Silicon in the diamond structure; SIZE is the k-point mesh.
+	make_input() {
+		cat >"$CR_TMP/si.in" <<EOF
+&control
+  calculation = 'scf', prefix = 'si', outdir = '$CR_TMP/qe',
+  pseudo_dir = '$pseudo', disk_io = 'none'
+/
+&system
+  ibrav = 2, celldm(1) = 10.20, nat = 2, ntyp = 1, ecutwfc = 30.0
+/
+&electrons
+  conv_thr = 1.0d-12, mixing_beta = 0.7
+/
+ATOMIC_SPECIES
+ Si 28.086 Si.pz-vbc.UPF
+ATOMIC_POSITIONS alat
+ Si 0.00 0.00 0.00
+ Si 0.25 0.25 0.25
+K_POINTS automatic
+ $1 $1 $1 0 0 0
+EOF
+	}
+	args=(-in "$CR_TMP/si.in")
+	# OpenBLAS would start threads of its own.
+	export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+	;;
+*)
+	echo "unknown program $what" >&2
+	exit 1
+	;;
+esac
+
+cr_app "$exe" "${args[@]}"
+for ((try = 1; ; try++)); do
+	make_input "$size"
+	cr_reference 0
+	((CR_REF_MS >= 6000 || try == 4)) && break
+	old=$size
+	if [[ $what == pw ]]; then
+		size=$((size + 2 + size * (6000 - CR_REF_MS) / (3 * CR_REF_MS + 1)))
+	else
+		size=$((size * (9000 + CR_REF_MS - 1) / CR_REF_MS))
+	fi
+	cr_say "too short for the checkpoints to come: size $old -> $size"
+done
+grep -E -- "$lines_re" "$CR_TMP/ref.out" >"$CR_TMP/ref.lines" || true
+total=$(wc -l <"$CR_TMP/ref.lines")
+((total >= 10)) || cr_fail "the uninterrupted run printed $total lines to compare, too few to tell"
+
+cr_run run
+cr_wait_commits run 2
+cr_kill run
+cr_restart restart
+cr_expect_status restart 0
+cr_expect_line restart 'resumed from checkpoint [0-9]+' "the restart resumed"
+
+grep -E -- "$lines_re" "$CR_TMP/run.out" >"$CR_TMP/run.lines" || true
+grep -E -- "$lines_re" "$CR_TMP/restart.out" >"$CR_TMP/restart.lines" || true
+run_n=$(wc -l <"$CR_TMP/run.lines")
+restart_n=$(wc -l <"$CR_TMP/restart.lines")
+head -n "$run_n" "$CR_TMP/ref.lines" | cmp -s - "$CR_TMP/run.lines" ||
+	cr_fail "the killed run's lines are not the first lines of the uninterrupted run's"
+((restart_n > 0)) || cr_fail "the restart printed none of the lines compared"
+tail -n "$restart_n" "$CR_TMP/ref.lines" | cmp -s - "$CR_TMP/restart.lines" || {
+	diff <(tail -n "$restart_n" "$CR_TMP/ref.lines") "$CR_TMP/restart.lines" | head -n 20 || true
+	cr_fail "the restart's lines are not the last lines of the uninterrupted run's"
+}
+((run_n + restart_n >= total)) ||
+	cr_fail "$((total - run_n - restart_n)) lines between the checkpoint and the kill are missing"
+cr_ok "killed run printed $run_n lines, the restart $restart_n, of $total: the same lines"
+cr_pass "$what: killed after 2 checkpoints, restarted, same output"
