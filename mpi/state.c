@@ -337,6 +337,11 @@ int mpi_state_replay(const void *data, size_t len, char *why, size_t whylen)
 	return bad;
 }
 
+size_t mpi_state_objects(void)
+{
+	return rec_count();
+}
+
 void mpi_state_resumed(void)
 {
 	if (mpi_buffer_reattach())

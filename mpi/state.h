@@ -19,6 +19,9 @@ int mpi_state_save(void **data, size_t *len, char *err, size_t errlen);
  * on the ranks that know the cause (every rank returns the same). */
 int mpi_state_replay(const void *data, size_t len, char *why, size_t whylen);
 
+/* How many objects the records describe (live or kept). */
+size_t mpi_state_objects(void);
+
 /* In the resumed program, once its memory is back. */
 void mpi_state_resumed(void);
 

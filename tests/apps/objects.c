@@ -6,7 +6,11 @@
  * and names, the contents of a derived type, Fortran 90 types, groups made
  * by set operations, and MPI_Alloc_mem memory.
  *
- *   objects [N [ITERS]]     (4 ranks or more)
+ *   objects [N [ITERS]] [--core]     (4 ranks or more)
+ *
+ * --core also splits the world by the core each rank is bound to (Open
+ * MPI's OMPI_COMM_TYPE_CORE): a grouping that depends on how the launcher
+ * placed the ranks, which a restart cannot force to be the same.
  *
  * Output (rank 0, stdout, at the end): one line hashing every check.
  */
@@ -64,8 +68,8 @@ static int type_copy(MPI_Datatype t, int key, void *extra, void *in, void *out, 
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 64, iters = argc > 2 ? atoi(argv[2]) : 2000;
-	int rank, size, color, flag, len;
-	MPI_Comm half, inter, merged, graph, dist, node;
+	int rank, size, color, flag, len, core_size = 0;
+	MPI_Comm half, inter, merged, graph, dist, node, core = MPI_COMM_NULL;
 	MPI_Group wg, lo, hi, uni, inter_g;
 	MPI_Info info;
 	MPI_Errhandler eh;
@@ -103,6 +107,10 @@ int main(int argc, char **argv)
 		free(edges);
 	}
 	MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+	if (argc > 3 && !strcmp(argv[3], "--core")) {
+		MPI_Comm_split_type(MPI_COMM_WORLD, OMPI_COMM_TYPE_CORE, rank, MPI_INFO_NULL, &core);
+		MPI_Comm_size(core, &core_size);
+	}
 
 	/* Groups by set operations. */
 	MPI_Comm_group(MPI_COMM_WORLD, &wg);
@@ -156,6 +164,12 @@ int main(int argc, char **argv)
 		mix(rbuf, sizeof(rbuf));
 		MPI_Comm_size(node, &nsz);
 		mixi(nsz);
+		if (core != MPI_COMM_NULL) {
+			a = 1;
+			MPI_Allreduce(MPI_IN_PLACE, &a, 1, MPI_INT, MPI_SUM, core);
+			if (a != core_size)
+				fail("the core communicator changed");
+		}
 		/* groups */
 		MPI_Group_size(uni, &a);
 		MPI_Group_compare(lo, hi, &res);
@@ -217,6 +231,8 @@ int main(int argc, char **argv)
 	MPI_Group_free(&lo);
 	MPI_Group_free(&wg);
 	MPI_Comm_free(&node);
+	if (core != MPI_COMM_NULL)
+		MPI_Comm_free(&core);
 	MPI_Comm_free(&dist);
 	MPI_Comm_free(&graph);
 	MPI_Comm_free(&merged);
