@@ -9,7 +9,9 @@ source "$(dirname "$0")/../lib/cr.sh"
 
 cr_setup
 cr_app "${1:?usage: twice.sh APP [ARGS...]}" "${@:2}"
-cr_reference
+# Two kills and a restart that must commit a checkpoint of its own before
+# the job ends: more room than a single round trip needs.
+cr_reference 7
 
 cr_run run
 cr_wait_commits run 2
