@@ -141,7 +141,6 @@ int checkpoint_take(struct session *s)
 	fflush(NULL);
 	captured.canary = read_canary();
 	captured.depth = stasis_depth;
-	captured.safepoint_index = safepoint_index();
 	captured.ckpt_id = id;
 	getcontext(&captured.context);
 	if (resuming) {
@@ -149,7 +148,7 @@ int checkpoint_take(struct session *s)
 		resuming = 0;
 		s->last_id = resumed_id;
 		mpi_state_resumed();
-		safepoint_resumed(captured.safepoint_index);
+		safepoint_resumed();
 		if (s->rank == 0 && s->cfg.verbose >= 1)
 			fprintf(stderr, "stasis: resumed from checkpoint %llu\n",
 				(unsigned long long)resumed_id);

@@ -16,7 +16,6 @@ struct session;
 struct saved_state {
 	ucontext_t context; /* captured in checkpoint_take */
 	uint64_t canary;    /* the main thread's stack-protector value */
-	uint64_t safepoint_index;
 	uint64_t ckpt_id;
 	int depth; /* stasis_depth at the capture */
 };

@@ -12,6 +12,8 @@
  *                            bitmap_offset) and the saved pages in order.
  * Version 3 added non-memory regions (REGION_MPI): a reader of version 2
  * would have written them into memory, so it must refuse the file.
+ * Version 4: the saved state lost a counter and the MPI region carries
+ * requests and drained messages (issue 8).
  */
 #ifndef STASIS_FORMAT_H
 #define STASIS_FORMAT_H
@@ -20,7 +22,7 @@
 
 #define STASIS_IMAGE_MAGIC "STASISIM" /* 8 bytes, no NUL stored */
 #define STASIS_COMMIT_MAGIC "STASISOK"
-#define STASIS_FORMAT_VERSION 3u
+#define STASIS_FORMAT_VERSION 4u
 #define STASIS_PAGE 4096u
 #define STASIS_STATE_MAX 3072u /* opaque saved state (registers, counters) */
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clocks.h"
 #include "comms.h"
 #include "log.h"
 #include "session.h"
@@ -155,10 +156,60 @@ static void *adopt(enum vh_kind k, void *real, struct mpi_record *rec, uint32_t 
 	return v;
 }
 
+/* The peers of a communicator record: the world ranks of its group, or of
+ * its remote group. Copies into r's scratch memory. */
+static const int *record_peers(struct rec_reader *r, int *n, int *inter)
+{
+	const int *ranks;
+
+	*inter = rr_int(r);
+	rr_int(r); /* split type */
+	ranks = rr_ints(r, n);
+	if (*inter)
+		ranks = rr_ints(r, n);
+	return r->bad ? NULL : ranks;
+}
+
+/* Agree on the communicator's global id with its members (or take the
+ * recorded one) and hang its clock on v; a new record gets the id
+ * appended. 0 or -errno. */
+static int attach_clock(struct mpi_record *rec, MPI_Comm v, MPI_Comm real, bool replay)
+{
+	struct rec_reader r = rr_open(rec->data, rec->len);
+	int n, inter, ret = -EBADMSG;
+	const int *peers = record_peers(&r, &n, &inter);
+	uint64_t gid = 0;
+	uint8_t *grown;
+
+	if (!peers)
+		goto out;
+	if (replay) {
+		if (rec->len < sizeof(gid))
+			goto out;
+		memcpy(&gid, rec->data + rec->len - sizeof(gid), sizeof(gid));
+		ret = clocks_attach(v, real, peers, n, inter, gid) ? 0 : -EINVAL;
+		goto out;
+	}
+	gid = clocks_attach(v, real, peers, n, inter, 0);
+	grown = gid ? realloc(rec->data, rec->len + sizeof(gid)) : NULL;
+	ret = -ENOMEM;
+	if (grown) {
+		memcpy(grown + rec->len, &gid, sizeof(gid));
+		rec->data = grown;
+		rec->len += sizeof(gid);
+		ret = 0;
+	}
+out:
+	rr_done(&r);
+	return ret;
+}
+
 MPI_Comm mpi_comm_new(MPI_Comm real, int split_type, const char *call)
 {
 	struct rec_builder b = {0};
 	uint32_t flags = 0;
+	struct mpi_record *rec;
+	MPI_Comm v;
 	int ret;
 
 	if (real == MPI_COMM_NULL)
@@ -170,7 +221,17 @@ MPI_Comm mpi_comm_new(MPI_Comm real, int split_type, const char *call)
 	} else if (ret) {
 		b.failed = true;
 	}
-	return adopt(VH_COMM, real, rec_make(VH_COMM, &b, 0), flags, call);
+	rec = rec_make(VH_COMM, &b, 0);
+	v = adopt(VH_COMM, real, rec, flags, call);
+	/* Collective over the new communicator, like its creation. */
+	if (v != real && attach_clock(rec, v, real, false))
+		session_unsupported("a communicator whose members could not agree on its id");
+	return v;
+}
+
+int comms_clock_replayed(struct mpi_record *rec, MPI_Comm v, MPI_Comm real)
+{
+	return attach_clock(rec, v, real, true);
 }
 
 MPI_Group mpi_group_new(MPI_Group real, const char *call)
@@ -313,6 +374,9 @@ int comms_replay_comm(const struct mpi_record *rec, MPI_Comm *out, uint32_t *fla
 
 	if (inter)
 		remote = rr_ints(&r, &rn);
+	/* The clock's id ends the record (comms_clock_replayed). */
+	if (!r.bad && (size_t)(r.end - r.p) >= sizeof(uint64_t))
+		r.end -= sizeof(uint64_t);
 	ret = -EBADMSG;
 	if (r.bad || !valid_ranks(ranks, n) || !member(ranks, n) ||
 	    (inter && !valid_ranks(remote, rn)))

@@ -29,18 +29,6 @@ MPI_Fint mpi_comm_new_f(MPI_Fint real_f, int split_type, const char *call);
 MPI_Group mpi_group_new(MPI_Group real, const char *call);
 MPI_Fint mpi_group_new_f(MPI_Fint real_f, const char *call);
 
-/* Whether collectives on comm are reached by every rank: MPI_COMM_WORLD,
- * or a communicator of all of them. */
-static inline bool mpi_comm_spans_world(MPI_Comm comm)
-{
-	struct vh_entry *e;
-
-	if (comm == MPI_COMM_WORLD)
-		return true;
-	e = vh_entry(VH_COMM, comm);
-	return e && (e->flags & VH_FULL);
-}
-
 /* Replay: make the object of rec again. Collective over the members of a
  * communicator. A communicator whose members no longer share a node as
  * they did sets *why (and still returns 0, so that every member goes on
@@ -48,5 +36,8 @@ static inline bool mpi_comm_spans_world(MPI_Comm comm)
 int comms_replay_comm(const struct mpi_record *rec, MPI_Comm *out, uint32_t *flags, char *why,
 		      size_t len);
 int comms_replay_group(const struct mpi_record *rec, MPI_Group *out);
+/* After a replayed communicator is bound to v: its clock, with the
+ * recorded global id. */
+int comms_clock_replayed(struct mpi_record *rec, MPI_Comm v, MPI_Comm real);
 
 #endif

@@ -258,6 +258,112 @@ class Wrapper:
         return "(*ierr == MPI_SUCCESS)" if self.fortran else "(ret == MPI_SUCCESS)"
 
 
+def comm_expr(fortran, name):
+    """The program's C handle of communicator parameter name."""
+    if fortran:
+        return "(MPI_Comm)vh_f2c(VH_COMM, *(MPI_Fint *)%s_f)" % name
+    return name
+
+
+TEST_LIKE = ("Test", "Testall", "Testany", "Testsome", "Iprobe", "Improbe")
+
+
+def coord_pre(f, w):
+    """Where the coordinator (coord.h) looks in: every wrapper polls; a
+    Test or an Iprobe is a place to stop; a collective counts on its
+    communicator's clock and may wait at its entry; a blocking call runs
+    as its non-blocking form while a checkpoint is under way."""
+    fortran = w.fortran
+    w.pre.append("coord_wait_point();" if f.name in TEST_LIKE else "coord_entry();")
+    over = {"collective": "comm", "icollective": "comm", "comm_new": f.ann.get("over")}.get(f.kind)
+    if "ungated" in f.ann:
+        if over != "none":
+            raise SystemExit("calls.def: MPI_%s: ungated needs over=none" % f.name)
+        w.pre.append("coord_ungated();")
+        w.post.insert(0, "coord_ungated_done();")
+    elif over and over != "none":
+        f.param(over)
+        if f.kind == "icollective":
+            w.pre.append("coord_icollective(%s);" % comm_expr(fortran, over))
+        else:
+            w.pre.append("coord_collective(%s);" % comm_expr(fortran, over))
+            w.post.insert(0, "coord_collective_done(%s);" % comm_expr(fortran, over))
+    take_done(f, w)
+
+
+def converted(f, fortran, block):
+    """The call as its non-blocking form plus a loop (block.h)."""
+    names = [p.name for p in f.params]
+    if block == "conv":
+        if fortran:
+            args = ", ".join(n + "_f" for n in names) + ", ierr"
+            return "mpi_conv_%s_f(%s);" % (f.name.lower(), args)
+        return "ret = mpi_conv_%s(%s);" % (f.name, ", ".join(names))
+    if block != "I":
+        raise SystemExit("calls.def: MPI_%s: block=%s?" % (f.name, block))
+    iname = "I" + f.name[0].lower() + f.name[1:]
+    status = "status" if "status" in names else None
+    args = [n for n in names if n != "status"]
+    if fortran:
+        st = "status_f" if status else "MPI_F_STATUS_IGNORE"
+        return ("MPI_Fint b_ = 0;\n\n\tmpi_%s_(%s, &b_, ierr);\n"
+                "\tif (*ierr == MPI_SUCCESS)\n\t\tmpi_block_f(&b_, %s, ierr);" %
+                (iname.lower(), ", ".join(a + "_f" for a in args), st))
+    st = status or "MPI_STATUS_IGNORE"
+    return ("MPI_Request b_ = MPI_REQUEST_NULL;\n\n\tret = MPI_%s(%s, &b_);\n"
+            "\tif (ret == MPI_SUCCESS)\n\t\tret = mpi_block(&b_, %s);" % (iname, ", ".join(args), st))
+
+
+def take_done(f, w):
+    """Requests stasis completed during a checkpoint are complete: the
+    Waitany/Waitsome family returns one of them first."""
+    how = f.ann.get("complete")
+    if how not in ("waitany", "testany", "waitsome", "testsome"):
+        return
+    w.uses_out = True
+    n = "count" if how.endswith("any") else "incount"
+    if w.fortran:
+        reqs, cnt = "(MPI_Fint *)array_of_requests_f", "*(MPI_Fint *)%s_f" % n
+        if how.endswith("any"):
+            flag = "\n\t\t*(MPI_Fint *)flag_f = 1;" if how == "testany" else ""
+            w.pre.append("if (mpi_req_take_done_f(%s, %s, (MPI_Fint *)index_f, (MPI_Fint *)status_f)) {%s"
+                         "\n\t\t*ierr = MPI_SUCCESS;\n\t\tgoto out;\n\t}" % (reqs, cnt, flag))
+        else:
+            w.pre.append("if (mpi_req_take_done_f(%s, %s, (MPI_Fint *)array_of_indices_f, "
+                         "(MPI_Fint *)array_of_statuses_f == MPI_F_STATUSES_IGNORE ? "
+                         "MPI_F_STATUS_IGNORE : (MPI_Fint *)array_of_statuses_f)) {"
+                         "\n\t\t*(MPI_Fint *)outcount_f = 1;\n\t\t*ierr = MPI_SUCCESS;"
+                         "\n\t\tgoto out;\n\t}" % (reqs, cnt))
+        return
+    if how.endswith("any"):
+        flag = "\n\t\t*flag = 1;" if how == "testany" else ""
+        w.pre.append("if (mpi_req_take_done(array_of_requests, count, index, status)) {%s"
+                     "\n\t\tret = MPI_SUCCESS;\n\t\tgoto out;\n\t}" % flag)
+    else:
+        w.pre.append("if (mpi_req_take_done(array_of_requests, incount, &array_of_indices[0], "
+                     "array_of_statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : "
+                     "&array_of_statuses[0])) {\n\t\t*outcount = 1;\n\t\tret = MPI_SUCCESS;"
+                     "\n\t\tgoto out;\n\t}")
+
+
+def status_of(f, fortran, i):
+    """Where the status of request i of a Wait/Test call goes."""
+    how = f.ann.get("complete")
+    if fortran:
+        if how in ("wait", "test"):
+            return "(MPI_Fint *)status_f"
+        if how in ("waitall", "testall"):
+            return ("((MPI_Fint *)array_of_statuses_f == MPI_F_STATUSES_IGNORE ? "
+                    "MPI_F_STATUS_IGNORE : (MPI_Fint *)array_of_statuses_f + %s * F_STATUS_SIZE)" % i)
+        return "MPI_F_STATUS_IGNORE"
+    if how in ("wait", "test"):
+        return "status"
+    if how in ("waitall", "testall"):
+        return ("(array_of_statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : "
+                "&array_of_statuses[%s])" % i)
+    return "MPI_STATUS_IGNORE"
+
+
 def out_value(f, p, fortran, real):
     """The program's value for a handle MPI returned through p."""
     k = p.kind
@@ -274,11 +380,28 @@ def out_value(f, p, fortran, real):
         return "mpi_info_new%s(%s, %s)" % (sfx, real, call)
     if f.kind == "type_new":
         return "mpi_type_new%s(%s, &rec_, %s)" % (sfx, real, call)
+    comm = comm_expr(fortran, "comm")
     if f.kind == "persistent":
-        return "mpi_req_persistent%s(%s, %s, &rec_, %s)" % (sfx, real, req_kind(f), call)
+        peer = "dest" if "send" in f.name.lower() else "source"
+        return "mpi_req_persistent%s(%s, %s, %s, %s, &rec_, %s)" % (
+            sfx, real, req_kind(f), comm, peer, call)
     if k == "VH_REQUEST":
-        if f.kind in ("isend", "irecv", "icollective", "mrecv"):
-            return "mpi_req_new%s(%s, %s)" % (sfx, real, req_kind(f))
+        if f.kind == "isend":
+            return "mpi_req_new%s(%s, %s, %s, dest)" % (sfx, real, req_kind(f), comm)
+        if f.kind == "icollective":
+            return "mpi_req_new%s(%s, VH_COLL, %s, MPI_PROC_NULL)" % (sfx, real, comm)
+        if f.kind == "irecv":
+            if fortran:
+                return ("mpi_req_recv_f(%s, buf, count, *(MPI_Fint *)datatype_f, source, tag, "
+                        "*(MPI_Fint *)comm_f)" % real)
+            return "mpi_req_recv(%s, buf, count, datatype, source, tag, comm)" % real
+        if f.kind == "mrecv":
+            src = "m_ == MPI_MESSAGE_NO_PROC ? MPI_PROC_NULL : MPI_ANY_SOURCE"
+            if fortran:
+                return ("mpi_req_recv_f(%s, buf, count, *(MPI_Fint *)type_f, %s, MPI_ANY_TAG, 0)"
+                        % (real, src))
+            return ("mpi_req_recv(%s, buf, count, type, %s, MPI_ANY_TAG, MPI_COMM_NULL)" %
+                    (real, src))
         return real  # a window's or a file's request: not one of ours
     cast = "" if fortran else "(%s)" % p.base
     return "%smpi_adopt%s(%s, %s, %s)" % (cast, sfx, k, real, call)
@@ -306,12 +429,10 @@ def build(f, fortran):
                 w.decls.append("%s *%s = (%s *)%s_f;" % (p.base, p.name, p.base, p.name))
             elif p.base == "void":
                 w.decls.append("void *%s = %s_f;" % (p.name, p.name))
-    # safe point, unknown calls: before anything is translated
+    # unknown calls, the coordinator: before anything is translated
     if kind == "unknown":
         w.pre.append("mpi_unknown(%s);" % call)
-    if kind == "collective":
-        comm = "(MPI_Comm)vh_f2c(VH_COMM, *(MPI_Fint *)comm_f)" if fortran else "comm"
-        w.pre.append("safepoint_collective(%s, %s);" % (comm, call))
+    coord_pre(f, w)
     # handle parameters: scalars first (array lengths may use them)
     scalars = [p for p in f.params if p.handle_scalar() or (p.keyval and p.ptr == 0)]
     order = scalars + [p for p in f.params if p not in scalars]
@@ -388,11 +509,11 @@ def build(f, fortran):
             w.uses_out = True
             if kind == "complete":
                 if fortran:
-                    w.post.append("for (int i = 0; rf_%s && i < %s; i++)\n\t\tmpi_req_settle_f((MPI_Fint *)%s + i, rf_%s[i], %s);"
-                                  % (n, length, pf, n, done_expr(f, True, "i")))
+                    w.post.append("for (int i = 0; rf_%s && i < %s; i++)\n\t\tmpi_req_settle_f((MPI_Fint *)%s + i, rf_%s[i], %s, %s);"
+                                  % (n, length, pf, n, done_expr(f, True, "i"), status_of(f, True, "i")))
                 else:
-                    w.post.append("for (int i = 0; r_%s && i < %s; i++)\n\t\tmpi_req_settle(&%s[i], r_%s[i], %s);"
-                                  % (n, length, n, n, done_expr(f, False, "i")))
+                    w.post.append("for (int i = 0; r_%s && i < %s; i++)\n\t\tmpi_req_settle(&%s[i], r_%s[i], %s, %s);"
+                                  % (n, length, n, n, done_expr(f, False, "i"), status_of(f, False, "i")))
             elif kind == "start":
                 if fortran:
                     w.post.append("for (int i = 0; %s && i < %s; i++)\n\t\tmpi_req_started_f(((MPI_Fint *)%s)[i]);"
@@ -441,10 +562,11 @@ def build(f, fortran):
                     w.post.append("if %s\n\t\tmpi_req_started%s(%s);" % (w.ok, "_f" if fortran else "", old))
                 elif kind == "complete":
                     if fortran:
-                        w.post.append("mpi_req_settle_f((MPI_Fint *)%s, rf_%s, %s);"
-                                      % (pf, n, done_expr(f, True, "0")))
+                        w.post.append("mpi_req_settle_f((MPI_Fint *)%s, rf_%s, %s, %s);"
+                                      % (pf, n, done_expr(f, True, "0"), status_of(f, True, "0")))
                     else:
-                        w.post.append("mpi_req_settle(%s, r_%s, %s);" % (n, n, done_expr(f, False, "0")))
+                        w.post.append("mpi_req_settle(%s, r_%s, %s, %s);"
+                                      % (n, n, done_expr(f, False, "0"), status_of(f, False, "0")))
             else:
                 if fortran:
                     w.decls.append("MPI_Fint rf_%s = 0;" % n)
@@ -480,7 +602,7 @@ def kind_hooks(f, w):
         if key == "recv":
             w.hooks.append(recv_hook(f, value))
     if kind in ("send", "isend", "sendrecv"):
-        w.post.append("if %s\n\t\ttraffic_sent(dest);" % ok)
+        w.post.append("if %s\n\t\ttraffic_sent(%s, dest);" % (ok, comm_expr(fortran, "comm")))
     if kind in ("recv", "sendrecv"):
         w.post.append("if %s\n\t\ttraffic_received(source);" % ok)
     if kind == "mprobe":
@@ -516,7 +638,24 @@ def kind_hooks(f, w):
         w.post.append("if %s\n\t\tsession_unsupported(%s);" % (ok, call))
 
 
+def emit_blocking(f, fortran):
+    """A blocking point-to-point call: its non-blocking form and a loop
+    (block.h), through stasis's own wrappers, which translate and count."""
+    body = converted(f, fortran, f.ann["block"])
+    if fortran:
+        sym = fortran_name(f)
+        fparams = ["void *%s_f" % p.name for p in f.params] + ["MPI_Fint *ierr"]
+        out = ("\nEXPORT void %s(%s)\n{\n\tstasis_depth++;\n\tcoord_entry();\n\t%s\n"
+               "\tstasis_depth--;\n}\n" % (sym, ", ".join(fparams), body))
+        return out + "FORTRAN_ALIASES(%s, %s)\n" % (sym[:-1], "MPI_" + f.name.upper())
+    params = ", ".join(p.text for p in f.params)
+    return ("\nEXPORT int MPI_%s(%s)\n{\n\tint ret;\n\n\tstasis_depth++;\n\tcoord_entry();\n"
+            "\t%s\n\tstasis_depth--;\n\treturn ret;\n}\n" % (f.name, params, body))
+
+
 def emit_c(f):
+    if f.ann.get("block"):
+        return emit_blocking(f, False)
     w = build(f, False)
     params = ", ".join(p.text for p in f.params) or "void"
     args = ", ".join(w.args)
@@ -535,7 +674,16 @@ def fortran_name(f):
     return "mpi_%s_" % f.name.lower()
 
 
+def fortran_proto(f):
+    """The prototype of f's Fortran wrapper, for calls between wrappers."""
+    args = ["void *"] * len(f.params) + ["MPI_Fint *"] + ["size_t"] * sum(
+        1 for p in f.params if p.is_char())
+    return "void %s(%s);\n" % (fortran_name(f), ", ".join(args))
+
+
 def emit_fortran(f):
+    if f.ann.get("block"):
+        return emit_blocking(f, True)
     w = build(f, True)
     sym = fortran_name(f)
     fparams = ["void *%s_f" % p.name for p in f.params] + ["MPI_Fint *ierr"]
@@ -711,7 +859,8 @@ HEADER = """/* Generated by gen_wrappers.py from mpi.h and calls.def: do not edi
 #include "preload.h"
 #include "record.h"
 #include "requests.h"
-#include "safepoint.h"
+#include "block.h"
+#include "coord.h"
 #include "traffic.h"
 
 /* Fortran count arrays and handles are C ints. */
@@ -739,7 +888,13 @@ def main():
     funcs = parse_header(header)
     parse_table(table, funcs)
     ordered = [funcs[n] for n in sorted(funcs)]
-    out = [HEADER, emit_recorded(ordered)]
+    out = [HEADER]
+    out.append("\n/* The Fortran wrappers below, which call each other. */\n")
+    for f in ordered:
+        if f.kind not in ("c2f", "f2c", "custom") and has_fortran(f) and (
+                needs_wrapper(f) or f.kind == "custom_c"):
+            out.append(fortran_proto(f))
+    out.append(emit_recorded(ordered))
     for f in ordered:
         if f.kind in ("c2f", "f2c"):
             out.append(emit_conversion(f))

@@ -47,14 +47,18 @@ enum vh_kind {
 #define VH_MAX_INDEX ((uint32_t)VH_CHUNK * VH_MAX_CHUNKS)
 
 enum vh_flags {
-	VH_LIVE = 1u << 0,       /* the entry is in use */
-	VH_FULL = 1u << 1,       /* a communicator spanning every rank */
+	VH_LIVE = 1u << 0,	 /* the entry is in use */
+	VH_FULL = 1u << 1,	 /* a communicator spanning every rank */
 	VH_PERSISTENT = 1u << 2, /* a persistent request */
-	VH_ACTIVE = 1u << 3,     /* a request in progress */
-	VH_RECV = 1u << 4,       /* a receive request: counted when done */
-	VH_SEND = 1u << 5,       /* a send request: counted when started */
-	VH_REF = 1u << 6,        /* a second handle to an object: not mapped back */
-	VH_NOPEER = 1u << 7,     /* a request with MPI_PROC_NULL: nothing to count */
+	VH_ACTIVE = 1u << 3,	 /* a request in progress */
+	VH_RECV = 1u << 4,	 /* a receive request: counted when done */
+	VH_SEND = 1u << 5,	 /* a send request: counted when started */
+	VH_REF = 1u << 6,	 /* a second handle to an object: not mapped back */
+	VH_NOPEER = 1u << 7,	 /* a request with MPI_PROC_NULL: nothing to count */
+	VH_COLL = 1u << 8,	 /* a non-blocking collective's request */
+	VH_DONE = 1u << 9,	 /* completed by stasis: its status waits */
+	VH_REPOST = 1u << 10,	 /* a receive cancelled at a checkpoint */
+	VH_FORTRAN = 1u << 11,	 /* posted through the Fortran bindings */
 };
 
 struct mpi_record;
@@ -64,6 +68,7 @@ struct vh_entry {
 	MPI_Fint real_f;     /* the real Fortran handle, VH_NO_FINT if unknown */
 	uint32_t flags;      /* enum vh_flags */
 	struct mpi_record *rec; /* how it was made (NULL: not restorable) */
+	void *aux;		/* the kind's runtime state (clocks.h, requests.h) */
 };
 
 #define VH_NO_FINT ((MPI_Fint)-1)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "calls.h"
+#include "clocks.h"
 #include "log.h"
 #include "session.h"
 
@@ -99,14 +100,19 @@ MPI_Fint mpi_adopt_f(enum vh_kind k, MPI_Fint real_f, const char *call)
 
 void mpi_freed(enum vh_kind k, void *v)
 {
-	if (vh_is_virtual(k, v))
-		rec_object_freed(k, v);
+	struct vh_entry *e = vh_entry(k, v);
+
+	if (!e)
+		return;
+	if (k == VH_COMM)
+		clocks_detach(e);
+	rec_object_freed(k, v);
 }
 
 void mpi_freed_f(enum vh_kind k, MPI_Fint v)
 {
 	if (vh_is_virtual_f(v))
-		rec_object_freed(k, vh_f2c(k, v));
+		mpi_freed(k, vh_f2c(k, v));
 }
 
 void mpi_keyval_freed(int v)

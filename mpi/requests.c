@@ -1,16 +1,31 @@
 #define LOG_PREFIX "requests: "
 #include <stdlib.h>
+#include <string.h>
 
+#include "clocks.h"
 #include "log.h"
 #include "requests.h"
 #include "session.h"
 #include "traffic.h"
 
-static int64_t pending;
+static int64_t pending, matched, collectives;
+static uint64_t post_seq; /* the program's thread only */
+static int done_requests; /* entries with VH_DONE: the common case is none */
 
 int64_t mpi_pending(void)
 {
-	return __atomic_load_n(&pending, __ATOMIC_RELAXED);
+	return __atomic_load_n(&pending, __ATOMIC_RELAXED) +
+	       __atomic_load_n(&matched, __ATOMIC_RELAXED);
+}
+
+int64_t mpi_matched(void)
+{
+	return __atomic_load_n(&matched, __ATOMIC_RELAXED);
+}
+
+int64_t mpi_coll_pending(void)
+{
+	return __atomic_load_n(&collectives, __ATOMIC_SEQ_CST);
 }
 
 static void pending_add(int64_t n)
@@ -18,24 +33,50 @@ static void pending_add(int64_t n)
 	__atomic_add_fetch(&pending, n, __ATOMIC_RELAXED);
 }
 
-MPI_Request mpi_req_new(MPI_Request real, uint32_t kind)
+/* --- the state kept per request ------------------------------------------------ */
+
+static struct req_info *info_new(MPI_Comm comm, int peer)
+{
+	struct req_info *ri = calloc(1, sizeof(*ri));
+
+	if (ri) {
+		ri->comm = comm;
+		ri->peer = peer;
+	}
+	return ri;
+}
+
+static void *mint(MPI_Request real, uint32_t flags, struct mpi_record *rec, struct req_info *ri)
 {
 	void *v;
 
-	if (real == MPI_REQUEST_NULL)
-		return real;
-	v = vh_mint(VH_REQUEST, real, kind | VH_ACTIVE, NULL);
-	if (!v) {
-		session_unsupported("more MPI requests than stasis can number");
-		return real;
+	if (!ri) {
+		session_unsupported("out of memory tracking MPI requests");
+		return NULL;
 	}
-	pending_add(1);
+	v = vh_mint(VH_REQUEST, real, flags, rec);
+	if (!v) {
+		free(ri);
+		session_unsupported("more MPI requests than stasis can number");
+		return NULL;
+	}
+	vh_entry(VH_REQUEST, v)->aux = ri;
 	return v;
 }
 
-MPI_Fint mpi_req_new_f(MPI_Fint real_f, uint32_t kind)
+static void release(void *v)
 {
-	MPI_Request v = mpi_req_new(PMPI_Request_f2c(real_f), kind);
+	struct vh_entry *e = vh_entry(VH_REQUEST, v);
+
+	if (!e)
+		return;
+	free(e->aux);
+	e->aux = NULL;
+	vh_release(VH_REQUEST, v);
+}
+
+static MPI_Fint keep_f(void *v, MPI_Fint real_f)
+{
 	struct vh_entry *e = vh_entry(VH_REQUEST, v);
 
 	if (!e)
@@ -44,61 +85,149 @@ MPI_Fint mpi_req_new_f(MPI_Fint real_f, uint32_t kind)
 	return vh_c2f(VH_REQUEST, v);
 }
 
-MPI_Request mpi_req_persistent(MPI_Request real, uint32_t kind, struct rec_builder *b,
-			       const char *call)
+MPI_Request mpi_req_new(MPI_Request real, uint32_t kind, MPI_Comm comm, int peer)
 {
-	struct mpi_record *rec;
+	struct req_info *ri;
+	void *v;
+
+	if (real == MPI_REQUEST_NULL)
+		return real;
+	ri = info_new(comm, peer);
+	if (ri && (kind & VH_COLL))
+		ri->coll = clocks_of(comm); /* entered at coord_icollective() */
+	v = mint(real, kind | VH_ACTIVE, NULL, ri);
+	if (!v)
+		return real;
+	pending_add(1);
+	if (kind & VH_COLL)
+		__atomic_add_fetch(&collectives, 1, __ATOMIC_SEQ_CST);
+	return v;
+}
+
+MPI_Fint mpi_req_new_f(MPI_Fint real_f, uint32_t kind, MPI_Comm comm, int peer)
+{
+	return keep_f(mpi_req_new(PMPI_Request_f2c(real_f), kind, comm, peer), real_f);
+}
+
+static MPI_Request recv_new(MPI_Request real, void *buf, int count, MPI_Datatype type, int source,
+			    int tag, MPI_Comm comm, uint32_t fortran)
+{
+	struct req_info *ri;
+	void *v;
+
+	if (real == MPI_REQUEST_NULL)
+		return real;
+	ri = info_new(comm, source);
+	if (ri) {
+		ri->buf = buf;
+		ri->count = count;
+		ri->type = type;
+		ri->tag = tag;
+		ri->posted = ++post_seq;
+	}
+	v = mint(real, mpi_req_kind(VH_RECV, source) | VH_ACTIVE | fortran, NULL, ri);
+	if (!v)
+		return real;
+	pending_add(1);
+	return v;
+}
+
+MPI_Request mpi_req_recv(MPI_Request real, void *buf, int count, MPI_Datatype type, int source,
+			 int tag, MPI_Comm comm)
+{
+	return recv_new(real, buf, count, type, source, tag, comm, 0);
+}
+
+MPI_Fint mpi_req_recv_f(MPI_Fint real_f, void *buf, int count, MPI_Fint ftype, int source, int tag,
+			MPI_Fint fcomm)
+{
+	MPI_Request v = recv_new(PMPI_Request_f2c(real_f), buf, count, vh_f2c(VH_TYPE, ftype),
+				 source, tag, vh_f2c(VH_COMM, fcomm), VH_FORTRAN);
+	struct vh_entry *e = vh_entry(VH_REQUEST, v);
+
+	if (e) {
+		struct req_info *ri = e->aux;
+
+		ri->ftype = ftype;
+		ri->fcomm = fcomm;
+	}
+	return keep_f(v, real_f);
+}
+
+MPI_Request mpi_req_persistent(MPI_Request real, uint32_t kind, MPI_Comm comm, int peer,
+			       struct rec_builder *b, const char *call)
+{
+	struct mpi_record *rec = rec_make(VH_REQUEST, b, 0);
 	void *v;
 
 	if (real == MPI_REQUEST_NULL) {
-		rec_discard(rec_make(VH_REQUEST, b, 0));
+		rec_discard(rec);
 		return real;
 	}
-	rec = rec_make(VH_REQUEST, b, 0);
 	if (!rec) {
 		session_unsupported(call);
 		return real;
 	}
-	v = vh_mint(VH_REQUEST, real, kind | VH_PERSISTENT, rec);
+	v = mint(real, kind | VH_PERSISTENT, rec, info_new(comm, peer));
 	if (!v) {
 		rec_discard(rec);
-		session_unsupported("more MPI requests than stasis can number");
 		return real;
 	}
 	rec_attach(rec, v);
 	return v;
 }
 
-MPI_Fint mpi_req_persistent_f(MPI_Fint real_f, uint32_t kind, struct rec_builder *b,
-			      const char *call)
+MPI_Fint mpi_req_persistent_f(MPI_Fint real_f, uint32_t kind, MPI_Comm comm, int peer,
+			      struct rec_builder *b, const char *call)
 {
-	MPI_Request v = mpi_req_persistent(PMPI_Request_f2c(real_f), kind, b, call);
-	struct vh_entry *e = vh_entry(VH_REQUEST, v);
-
-	if (!e)
-		return real_f;
-	e->real_f = real_f;
-	return vh_c2f(VH_REQUEST, v);
+	return keep_f(mpi_req_persistent(PMPI_Request_f2c(real_f), kind, comm, peer, b, call),
+		      real_f);
 }
 
-/* e's operation finished: count what it received. */
+/* --- completion ------------------------------------------------------------------- */
+
+/* e's operation finished: count what it received, and the collective. */
 static void finished(struct vh_entry *e)
 {
+	struct req_info *ri = e->aux;
+
 	if (!(e->flags & VH_ACTIVE))
 		return;
 	__atomic_and_fetch(&e->flags, ~(uint32_t)VH_ACTIVE, __ATOMIC_RELAXED);
 	pending_add(-1);
 	if ((e->flags & VH_RECV) && !(e->flags & VH_NOPEER))
 		traffic_received(0);
+	if (e->flags & VH_COLL) {
+		if (ri && ri->coll)
+			__atomic_add_fetch(&ri->coll->completed, 1, __ATOMIC_SEQ_CST);
+		__atomic_sub_fetch(&collectives, 1, __ATOMIC_SEQ_CST);
+	}
+}
+
+static void give_status(struct vh_entry *e, MPI_Status *st)
+{
+	struct req_info *ri = e->aux;
+
+	if (st != MPI_STATUS_IGNORE && ri)
+		*st = ri->status;
+	__atomic_and_fetch(&e->flags, ~(uint32_t)VH_DONE, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&done_requests, 1, __ATOMIC_RELAXED);
 }
 
 /* Returns whether the program's handle is now MPI_REQUEST_NULL. */
-static bool settle(void *v, bool real_is_null, bool done)
+static bool settle(void *v, bool real_is_null, bool done, MPI_Status *st)
 {
 	struct vh_entry *e = vh_entry(VH_REQUEST, v);
 
 	if (!e)
 		return real_is_null;
+	if (e->flags & VH_DONE) {
+		give_status(e, st);
+		if (e->flags & VH_PERSISTENT)
+			return false;
+		release(v);
+		return true;
+	}
 	if (e->flags & VH_PERSISTENT) {
 		if (done)
 			finished(e);
@@ -107,44 +236,106 @@ static bool settle(void *v, bool real_is_null, bool done)
 	if (!real_is_null)
 		return false;
 	finished(e);
-	vh_release(VH_REQUEST, v);
+	release(v);
 	return true;
 }
 
-void mpi_req_settle(MPI_Request *app, MPI_Request real, bool done)
+void mpi_req_settle(MPI_Request *app, MPI_Request real, bool done, MPI_Status *st)
 {
 	if (!vh_is_virtual(VH_REQUEST, *app)) {
 		*app = real; /* not one of ours (a window's): MPI's value */
 		return;
 	}
-	if (settle(*app, real == MPI_REQUEST_NULL, done))
+	if (settle(*app, real == MPI_REQUEST_NULL, done, st))
 		*app = MPI_REQUEST_NULL;
 }
 
-void mpi_req_settle_f(MPI_Fint *app, MPI_Fint real_f, bool done)
+static MPI_Fint null_f(void)
 {
-	static MPI_Fint null_f = -1;
+	static MPI_Fint v = -1;
 
-	if (null_f == -1)
-		null_f = PMPI_Request_c2f(MPI_REQUEST_NULL);
+	if (v == -1)
+		v = PMPI_Request_c2f(MPI_REQUEST_NULL);
+	return v;
+}
+
+/* A C status given to the program as a Fortran one. */
+static void status_to_f(const MPI_Status *c, MPI_Fint *f)
+{
+	if (f && f != MPI_F_STATUS_IGNORE && f != MPI_F_STATUSES_IGNORE)
+		PMPI_Status_c2f(c, f);
+}
+
+void mpi_req_settle_f(MPI_Fint *app, MPI_Fint real_f, bool done, MPI_Fint *st)
+{
+	MPI_Status cst;
+	struct vh_entry *e;
+
 	if (!vh_is_virtual_f(*app)) {
 		*app = real_f;
 		return;
 	}
-	if (settle(vh_f2c(VH_REQUEST, *app), real_f == null_f, done))
-		*app = null_f;
+	e = vh_entry_at(VH_REQUEST, (uint32_t)(*app - VH_FBASE));
+	if (e && (e->flags & VH_DONE)) {
+		bool gone = settle(vh_f2c(VH_REQUEST, *app), true, done, &cst);
+
+		status_to_f(&cst, st);
+		if (gone)
+			*app = null_f();
+		return;
+	}
+	if (settle(vh_f2c(VH_REQUEST, *app), real_f == null_f(), done, MPI_STATUS_IGNORE))
+		*app = null_f();
+}
+
+bool mpi_req_take_done(MPI_Request *reqs, int n, int *index, MPI_Status *st)
+{
+	if (!__atomic_load_n(&done_requests, __ATOMIC_RELAXED))
+		return false;
+	for (int i = 0; i < n; i++) {
+		struct vh_entry *e = vh_entry(VH_REQUEST, reqs[i]);
+
+		if (e && (e->flags & VH_DONE)) {
+			mpi_req_settle(&reqs[i], MPI_REQUEST_NULL, true, st);
+			*index = i;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool mpi_req_take_done_f(MPI_Fint *reqs, int n, MPI_Fint *index, MPI_Fint *st)
+{
+	if (!__atomic_load_n(&done_requests, __ATOMIC_RELAXED))
+		return false;
+	for (int i = 0; i < n; i++) {
+		struct vh_entry *e = vh_is_virtual_f(reqs[i])
+					 ? vh_entry_at(VH_REQUEST, (uint32_t)(reqs[i] - VH_FBASE))
+					 : NULL;
+
+		if (e && (e->flags & VH_DONE)) {
+			mpi_req_settle_f(&reqs[i], null_f(), true, st);
+			*index = i + 1; /* Fortran counts from 1 */
+			return true;
+		}
+	}
+	return false;
 }
 
 void mpi_req_started(MPI_Request v)
 {
 	struct vh_entry *e = vh_entry(VH_REQUEST, v);
+	struct req_info *ri;
 
 	if (!e || (e->flags & VH_ACTIVE))
 		return;
+	ri = e->aux;
+	if (ri)
+		ri->posted = ++post_seq;
 	__atomic_or_fetch(&e->flags, VH_ACTIVE, __ATOMIC_RELAXED);
 	pending_add(1);
-	if ((e->flags & VH_SEND) && !(e->flags & VH_NOPEER))
-		traffic_sent(0);
+	if ((e->flags & VH_SEND) && ri)
+		traffic_sent(ri->comm, ri->peer);
 }
 
 void mpi_req_started_f(MPI_Fint v)
@@ -162,10 +353,13 @@ static void freed(void *v)
 	if (!e)
 		return;
 	finished(e);
-	if (e->flags & VH_PERSISTENT)
+	if (e->flags & VH_PERSISTENT) {
+		free(e->aux);
+		e->aux = NULL;
 		rec_object_freed(VH_REQUEST, v);
-	else
-		vh_release(VH_REQUEST, v);
+	} else {
+		release(v);
+	}
 }
 
 void mpi_req_freed(MPI_Request *app)
@@ -178,17 +372,307 @@ void mpi_req_freed_f(MPI_Fint *app)
 {
 	if (vh_is_virtual_f(*app))
 		freed(vh_f2c(VH_REQUEST, *app));
-	*app = PMPI_Request_c2f(MPI_REQUEST_NULL);
+	*app = null_f();
 }
 
 void mpi_message_matched(MPI_Message m)
 {
 	if (m != MPI_MESSAGE_NULL && m != MPI_MESSAGE_NO_PROC)
-		pending_add(1);
+		__atomic_add_fetch(&matched, 1, __ATOMIC_RELAXED);
 }
 
 void mpi_message_received(MPI_Message m)
 {
 	if (m != MPI_MESSAGE_NULL && m != MPI_MESSAGE_NO_PROC)
-		pending_add(-1);
+		__atomic_sub_fetch(&matched, 1, __ATOMIC_RELAXED);
+}
+
+/* --- for the coordinator ------------------------------------------------------------ */
+
+struct progress_ctx {
+	uint32_t kind;
+	int left;
+};
+
+/* Complete e if MPI finished it: its status waits for the program. */
+static int progress_one(enum vh_kind k, uint32_t index, struct vh_entry *e, void *arg)
+{
+	struct progress_ctx *c = arg;
+	struct req_info *ri = e->aux;
+	int flag = 0;
+
+	(void)k;
+	(void)index;
+	if (!(e->flags & VH_ACTIVE) || (e->flags & (VH_DONE | VH_REPOST)) ||
+	    (c->kind && !(e->flags & c->kind)) || !ri)
+		return 0;
+	if (PMPI_Test((MPI_Request *)&e->real, &flag, &ri->status) != MPI_SUCCESS || !flag) {
+		c->left++;
+		return 0;
+	}
+	/* A non-persistent request's real handle is gone now (NULL): the
+	 * program's Wait then returns at once, with the kept status. Its
+	 * Fortran number is gone with it. */
+	if (!(e->flags & VH_PERSISTENT))
+		e->real_f = VH_NO_FINT;
+	finished(e);
+	__atomic_or_fetch(&e->flags, VH_DONE, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&done_requests, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int mpi_req_progress(uint32_t kind)
+{
+	struct progress_ctx c = {kind, 0};
+
+	vh_walk(VH_REQUEST, progress_one, &c);
+	return c.left;
+}
+
+static int cancel_one(enum vh_kind k, uint32_t index, struct vh_entry *e, void *arg)
+{
+	struct req_info *ri = e->aux;
+	MPI_Status st;
+	int cancelled = 0;
+
+	(void)k;
+	(void)index;
+	(void)arg;
+	if (!(e->flags & VH_RECV) || !(e->flags & VH_ACTIVE) ||
+	    (e->flags & (VH_DONE | VH_REPOST)) || !ri)
+		return 0;
+	if (PMPI_Cancel((MPI_Request *)&e->real) != MPI_SUCCESS ||
+	    PMPI_Wait((MPI_Request *)&e->real, &st) != MPI_SUCCESS)
+		return -EIO;
+	PMPI_Test_cancelled(&st, &cancelled);
+	if (cancelled) {
+		if (!(e->flags & VH_PERSISTENT))
+			e->real = MPI_REQUEST_NULL;
+		e->real_f = VH_NO_FINT;
+		__atomic_or_fetch(&e->flags, VH_REPOST, __ATOMIC_RELAXED);
+		return 0;
+	}
+	/* It completed instead: the program finds it so. */
+	if (!(e->flags & VH_PERSISTENT))
+		e->real_f = VH_NO_FINT;
+	ri->status = st;
+	finished(e);
+	__atomic_or_fetch(&e->flags, VH_DONE, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&done_requests, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int mpi_req_cancel_receives(void)
+{
+	return vh_walk(VH_REQUEST, cancel_one, NULL);
+}
+
+/* Post one cancelled receive again, through the bindings it came from. */
+static int post_again(struct vh_entry *e)
+{
+	struct req_info *ri = e->aux;
+	int ret;
+
+	if (e->flags & VH_PERSISTENT) {
+		ret = PMPI_Start((MPI_Request *)&e->real);
+	} else if (e->flags & VH_FORTRAN) {
+		static void (*irecv_f)(void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
+				       MPI_Fint *, MPI_Fint *, MPI_Fint *);
+		MPI_Fint count = ri->count, type = vh_real_f(VH_TYPE, ri->ftype);
+		MPI_Fint source = ri->peer, tag = ri->tag, comm = vh_real_f(VH_COMM, ri->fcomm);
+		MPI_Fint req, ierr;
+
+		if (!irecv_f)
+			irecv_f = stasis_next_symbol("mpi_irecv_");
+		irecv_f(ri->buf, &count, &type, &source, &tag, &comm, &req, &ierr);
+		ret = ierr;
+		if (ret == MPI_SUCCESS) {
+			e->real = PMPI_Request_f2c(req);
+			e->real_f = req;
+		}
+	} else {
+		ret = PMPI_Irecv(ri->buf, ri->count, VH_REAL(VH_TYPE, MPI_Datatype, ri->type),
+				 ri->peer, ri->tag, VH_REAL(VH_COMM, MPI_Comm, ri->comm),
+				 (MPI_Request *)&e->real);
+	}
+	if (ret != MPI_SUCCESS)
+		return -EIO;
+	__atomic_and_fetch(&e->flags, ~(uint32_t)VH_REPOST, __ATOMIC_RELAXED);
+	return 0;
+}
+
+struct repost_ctx {
+	struct vh_entry **e;
+	size_t n, cap;
+	int ret;
+};
+
+static int collect_repost(enum vh_kind k, uint32_t index, struct vh_entry *e, void *arg)
+{
+	struct repost_ctx *c = arg;
+
+	(void)k;
+	(void)index;
+	if (!(e->flags & VH_REPOST) || !e->aux)
+		return 0;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 16;
+		void *p = realloc(c->e, sizeof(*c->e) * cap);
+
+		if (!p) {
+			c->ret = -ENOMEM;
+			return c->ret;
+		}
+		c->e = p;
+		c->cap = cap;
+	}
+	c->e[c->n++] = e;
+	return 0;
+}
+
+static int by_posting(const void *a, const void *b)
+{
+	const struct req_info *x = (*(struct vh_entry *const *)a)->aux;
+	const struct req_info *y = (*(struct vh_entry *const *)b)->aux;
+
+	return x->posted < y->posted ? -1 : x->posted > y->posted;
+}
+
+/* In the order the program posted them: receives with wildcards match
+ * messages in posting order. */
+int mpi_req_repost(void)
+{
+	struct repost_ctx c = {0};
+
+	vh_walk(VH_REQUEST, collect_repost, &c);
+	qsort(c.e, c.n, sizeof(*c.e), by_posting);
+	for (size_t i = 0; i < c.n && !c.ret; i++)
+		c.ret = post_again(c.e[i]);
+	free(c.e);
+	return c.ret;
+}
+
+/* --- carried across a restart ------------------------------------------------------ */
+
+int mpi_req_replayed(struct mpi_record *rec, MPI_Request v)
+{
+	/* Every persistent call is recorded as (call, buf, count, datatype,
+	 * peer, tag, communicator): mpi_record_<Send_init ...> */
+	struct rec_reader r = rr_open(rec->data, rec->len);
+	struct vh_entry *e = vh_entry(VH_REQUEST, v);
+	struct req_info *ri;
+	void *comm;
+	int peer;
+
+	rr_int(&r);
+	rr_u64(&r);
+	rr_int(&r);
+	rr_handle(&r, VH_TYPE);
+	peer = rr_int(&r);
+	rr_int(&r);
+	comm = rr_handle(&r, VH_COMM);
+	rr_done(&r);
+	if (r.bad || !e)
+		return -EBADMSG;
+	ri = info_new(vh_lookup_real(VH_COMM, comm) ?: comm, peer);
+	if (!ri)
+		return -ENOMEM;
+	e->aux = ri;
+	return 0;
+}
+
+/* Non-persistent receives to post again, and requests completed early
+ * (their status), are not in the records: they go in the MPI state. */
+struct save_ctx {
+	struct rec_builder *b;
+	int n;
+};
+
+static int save_one(enum vh_kind k, uint32_t index, struct vh_entry *e, void *arg)
+{
+	struct save_ctx *c = arg;
+	struct req_info *ri = e->aux;
+
+	(void)k;
+	if (!ri || !(e->flags & (VH_REPOST | VH_DONE)))
+		return 0;
+	rb_int(c->b, (int)index);
+	rb_int(c->b, (int)e->flags);
+	rb_u64(c->b, (uintptr_t)ri->buf);
+	rb_int(c->b, ri->count);
+	rb_int(c->b, ri->peer);
+	rb_int(c->b, ri->tag);
+	rb_handle(c->b, VH_TYPE, ri->type);
+	rb_handle(c->b, VH_COMM, ri->comm);
+	rb_int(c->b, ri->ftype);
+	rb_int(c->b, ri->fcomm);
+	rb_u64(c->b, ri->posted);
+	rb_put(c->b, &ri->status, sizeof(ri->status));
+	c->n++;
+	return 0;
+}
+
+int mpi_req_save(struct rec_builder *b)
+{
+	struct rec_builder body = {0};
+	struct save_ctx c = {&body, 0};
+
+	vh_walk(VH_REQUEST, save_one, &c);
+	rb_int(b, c.n);
+	rb_put(b, body.data, body.len);
+	free(body.data);
+	free(body.parents);
+	return body.failed || b->failed ? -ENOMEM : 0;
+}
+
+int mpi_req_load(struct rec_reader *r)
+{
+	int n = rr_int(r);
+
+	for (int i = 0; i < n && !r->bad; i++) {
+		uint32_t index = (uint32_t)rr_int(r), flags = (uint32_t)rr_int(r);
+		struct req_info *ri = calloc(1, sizeof(*ri));
+		void *type, *comm;
+
+		if (!ri)
+			return -ENOMEM;
+		ri->buf = (void *)(uintptr_t)rr_u64(r);
+		ri->count = rr_int(r);
+		ri->peer = rr_int(r);
+		ri->tag = rr_int(r);
+		/* Handles are kept as the program's: look the virtual ones up. */
+		type = rr_handle(r, VH_TYPE);
+		comm = rr_handle(r, VH_COMM);
+		ri->type = vh_lookup_real(VH_TYPE, type) ?: type;
+		ri->comm = vh_lookup_real(VH_COMM, comm) ?: comm;
+		ri->ftype = rr_int(r);
+		ri->fcomm = rr_int(r);
+		ri->posted = rr_u64(r);
+		if (ri->posted > post_seq)
+			post_seq = ri->posted;
+		rr_get(r, &ri->status, sizeof(ri->status));
+		if (flags & VH_PERSISTENT) {
+			/* Made again by the replay: it takes the state it had. */
+			struct vh_entry *e = vh_entry_at(VH_REQUEST, index);
+
+			if (r->bad || !e || !e->aux) {
+				free(ri);
+				return -EBADMSG;
+			}
+			((struct req_info *)e->aux)->status = ri->status;
+			((struct req_info *)e->aux)->posted = ri->posted;
+			free(ri);
+			e->flags = flags | VH_LIVE;
+		} else if (r->bad || vh_bind(VH_REQUEST, index, MPI_REQUEST_NULL, flags, NULL)) {
+			free(ri);
+			return -EBADMSG;
+		} else {
+			vh_entry_at(VH_REQUEST, index)->aux = ri;
+		}
+		if (flags & VH_ACTIVE)
+			pending_add(1);
+		if (flags & VH_DONE)
+			__atomic_add_fetch(&done_requests, 1, __ATOMIC_RELAXED);
+	}
+	return r->bad ? -EBADMSG : 0;
 }

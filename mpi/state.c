@@ -6,18 +6,23 @@
 
 #include "callbacks.h"
 #include "calls.h"
+#include "clocks.h"
 #include "comms.h"
+#include "drain.h"
 #include "format.h"
 #include "log.h"
 #include "memory.h"
 #include "record.h"
+#include "requests.h"
 #include "snapshot.h"
 #include "state.h"
+#include "traffic.h"
 
 #define STATE_MAGIC "STASISMP"
-#define STATE_VERSION 1u
+#define STATE_VERSION 2u
 
-/* The blob: this header, then each record, then the snapshot entries. */
+/* The blob: this header, then each record, the snapshot entries, the
+ * requests to post again or completed early, the drained messages. */
 struct state_header {
 	char magic[8];
 	uint32_t version;
@@ -27,12 +32,17 @@ struct state_header {
 	uint64_t buffer_addr;
 	int32_t buffer_size;
 	int32_t nsnapshot;
+	uint64_t next_gid; /* clocks.h */
 };
 
 int mpi_state_init(void)
 {
 	int ret = comms_init();
 
+	if (!ret)
+		ret = clocks_init();
+	if (!ret)
+		ret = traffic_init();
 	if (!ret)
 		callbacks_init();
 	return ret;
@@ -78,7 +88,7 @@ int mpi_state_save(void **data, size_t *len, char *err, size_t errlen)
 	for (const struct mpi_record *r = rec_first(); r; r = r->next)
 		put_record(&b, r);
 	rb_put(&b, snap.data, snap.len);
-	if (b.failed || snap.failed) {
+	if (mpi_req_save(&b) || drain_save(&b) || b.failed || snap.failed) {
 		snprintf(err, errlen, "out of memory recording MPI objects");
 		ret = -ENOMEM;
 		goto out;
@@ -89,6 +99,7 @@ int mpi_state_save(void **data, size_t *len, char *err, size_t errlen)
 	h.next_seq = rec_next_seq();
 	h.bytes = b.len;
 	h.nsnapshot = nsnap;
+	h.next_gid = clocks_next_gid();
 	mpi_buffer_get(&buf, &h.buffer_size);
 	h.buffer_addr = (uintptr_t)buf;
 	memcpy(b.data, &h, sizeof(h));
@@ -207,6 +218,7 @@ static void free_again(struct mpi_record *rec)
 	real = e->real;
 	switch (rec->kind) {
 	case VH_COMM:
+		clocks_detach(e);
 		PMPI_Comm_free((MPI_Comm *)&real);
 		break;
 	case VH_GROUP:
@@ -281,6 +293,10 @@ static int replay_records(struct rec_reader *r, uint32_t n, char *why, size_t wh
 
 		if (!err && vh_bind(rec->kind, rec->index, real, flags, rec))
 			err = -EEXIST;
+		if (!err && rec->kind == VH_COMM)
+			err = comms_clock_replayed(rec, vh_value(VH_COMM, rec->index), real);
+		if (!err && rec->kind == VH_REQUEST)
+			err = mpi_req_replayed(rec, vh_value(VH_REQUEST, rec->index));
 		if (err) {
 			if (!ret)
 				snprintf(why, whylen,
@@ -325,6 +341,17 @@ int mpi_state_replay(const void *data, size_t len, char *why, size_t whylen)
 			snprintf(why, whylen, "cannot put back the state of MPI objects: %s",
 				 strerror(-ret));
 	}
+	if (!ret) {
+		ret = mpi_req_load(&r);
+		if (!ret)
+			ret = drain_load(&r);
+		if (ret && !why[0])
+			snprintf(why, whylen,
+				 "cannot read the requests and messages of the "
+				 "checkpoint: %s",
+				 strerror(-ret));
+	}
+	clocks_set_next_gid(h.next_gid);
 	if (!ret)
 		for (struct mpi_record *rec = rec_first(); rec; rec = rec->next)
 			free_again(rec);

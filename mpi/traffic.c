@@ -1,24 +1,55 @@
 #define LOG_PREFIX "traffic: "
 #include <limits.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "dirty.h"
+#include "clocks.h"
 #include "log.h"
-#include "requests.h"
 #include "session.h"
 #include "traffic.h"
 
-static int64_t sent, received;
+static uint64_t *sent_to, received;
+static int world_size;
 
-void traffic_sent(int peer)
+int traffic_init(void)
 {
-	if (peer != MPI_PROC_NULL)
-		__atomic_add_fetch(&sent, 1, __ATOMIC_RELAXED);
+	PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
+	sent_to = calloc(world_size, sizeof(*sent_to));
+	return sent_to ? 0 : -ENOMEM;
+}
+
+void traffic_sent(MPI_Comm comm, int dest)
+{
+	struct comm_info *ci;
+
+	if (dest == MPI_PROC_NULL || !sent_to)
+		return;
+	ci = clocks_of(comm);
+	if (ci && dest >= 0 && dest < ci->size)
+		__atomic_add_fetch(&sent_to[ci->world[dest]], 1, __ATOMIC_RELAXED);
 }
 
 void traffic_received(int peer)
 {
 	if (peer != MPI_PROC_NULL)
 		__atomic_add_fetch(&received, 1, __ATOMIC_RELAXED);
+}
+
+const uint64_t *traffic_sent_to(void)
+{
+	return sent_to;
+}
+
+uint64_t traffic_received_total(void)
+{
+	return __atomic_load_n(&received, __ATOMIC_RELAXED);
+}
+
+void traffic_reset(void)
+{
+	memset(sent_to, 0, sizeof(*sent_to) * world_size);
+	received = 0;
 }
 
 /* Receive buffers need preparing: only the mprotect backend does, since
@@ -90,11 +121,4 @@ bool traffic_root_prepares(MPI_Comm comm, int root)
 	if (root == MPI_ROOT)
 		return true;
 	return PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS && rank == root;
-}
-
-void traffic_counts(int64_t *unmatched, int64_t *pending)
-{
-	*unmatched = __atomic_load_n(&sent, __ATOMIC_RELAXED) -
-		     __atomic_load_n(&received, __ATOMIC_RELAXED);
-	*pending = mpi_pending();
 }

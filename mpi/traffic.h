@@ -1,7 +1,9 @@
-/* Message accounting for consistent checkpoints (DESIGN.md section 3): a
- * checkpoint is taken only when every message sent has been received and
- * no application request is pending (requests.h). Called from the
- * generated wrappers. */
+/* Message accounting for consistent checkpoints (DESIGN.md sections 3 and
+ * 10): messages sent are counted by the world rank of their destination,
+ * messages received in one total, so that at a checkpoint each rank can
+ * learn how many are still on their way to it and drain them (drain.h).
+ * Called from the generated wrappers; the counts restart from zero after
+ * every checkpoint (all balanced then). */
 #ifndef STASIS_TRAFFIC_H
 #define STASIS_TRAFFIC_H
 
@@ -9,8 +11,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-void traffic_sent(int peer);
+/* A message went to rank dest of the program's communicator comm (its
+ * remote group for an intercommunicator); MPI_PROC_NULL counts nothing. */
+void traffic_sent(MPI_Comm comm, int dest);
+/* A message from peer was received (MPI_PROC_NULL: none). */
 void traffic_received(int peer);
+/* After MPI_Init. */
+int traffic_init(void);
+/* Messages sent to each world rank since the last reset (size of the
+ * world), and received in all. */
+const uint64_t *traffic_sent_to(void);
+uint64_t traffic_received_total(void);
+void traffic_reset(void);
 
 /* Before MPI writes a receive buffer: let dirty tracking see the write. */
 void traffic_recv_buffer(void *buf, int count, MPI_Datatype type);
@@ -32,8 +44,5 @@ void traffic_recv_my_block(void *buf, const int *counts, MPI_Datatype type, MPI_
  * root of a rooted collective, whose receive arguments mean something only
  * there. */
 bool traffic_root_prepares(MPI_Comm comm, int root);
-
-/* This rank's messages sent minus received, and its pending requests. */
-void traffic_counts(int64_t *unmatched, int64_t *pending);
 
 #endif

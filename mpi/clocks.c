@@ -1,0 +1,163 @@
+#define LOG_PREFIX "clocks: "
+#include <stdlib.h>
+#include <string.h>
+
+#include "clocks.h"
+#include "log.h"
+
+/* Runtime state: a restart rebuilds it from the records (the ids are in
+ * them, next_gid in the MPI state). */
+static struct comm_info world, self;
+static int *world_ranks, self_rank;
+static uint64_t next_gid = 2;
+
+int clocks_init(void)
+{
+	int n, me;
+
+	PMPI_Comm_size(MPI_COMM_WORLD, &n);
+	PMPI_Comm_rank(MPI_COMM_WORLD, &me);
+	world_ranks = malloc(sizeof(int) * n);
+	if (!world_ranks)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		world_ranks[i] = i;
+	self_rank = me;
+	world = (struct comm_info){GID_WORLD, n, world_ranks, 0, 0, MPI_COMM_WORLD};
+	self = (struct comm_info){GID_SELF, 1, &self_rank, 0, 0, MPI_COMM_SELF};
+	return 0;
+}
+
+struct comm_info *clocks_of(MPI_Comm v)
+{
+	struct vh_entry *e;
+
+	if (v == MPI_COMM_WORLD)
+		return &world;
+	if (v == MPI_COMM_SELF)
+		return &self;
+	e = vh_entry(VH_COMM, v);
+	return e ? e->aux : NULL;
+}
+
+/* The largest of every member's proposal, on every member. An
+ * intercommunicator's allreduce gives each side the other side's values:
+ * a second round makes both sides agree. */
+static uint64_t agree_max(MPI_Comm real, bool inter, uint64_t mine)
+{
+	uint64_t other = mine;
+
+	if (PMPI_Allreduce(&mine, &other, 1, MPI_UINT64_T, MPI_MAX, real) != MPI_SUCCESS)
+		return 0;
+	if (!inter)
+		return other;
+	mine = mine > other ? mine : other;
+	if (PMPI_Allreduce(&mine, &other, 1, MPI_UINT64_T, MPI_MAX, real) != MPI_SUCCESS)
+		return 0;
+	return mine > other ? mine : other;
+}
+
+uint64_t clocks_attach(MPI_Comm v, MPI_Comm real, const int *peers, int npeers, bool inter,
+		       uint64_t gid)
+{
+	struct vh_entry *e = vh_entry(VH_COMM, v);
+	struct comm_info *ci;
+	int *copy;
+
+	if (!e)
+		return 0;
+	if (!gid) {
+		gid = agree_max(real, inter, next_gid);
+		if (!gid)
+			return 0;
+	}
+	if (gid >= next_gid)
+		next_gid = gid + 1;
+	ci = malloc(sizeof(*ci));
+	copy = malloc(sizeof(int) * (npeers + 1));
+	if (!ci || !copy) {
+		free(ci);
+		free(copy);
+		return 0;
+	}
+	memcpy(copy, peers, sizeof(int) * npeers);
+	*ci = (struct comm_info){gid, npeers, copy, 0, 0, v};
+	vh_lock();
+	e->aux = ci;
+	vh_unlock();
+	return gid;
+}
+
+void clocks_detach(struct vh_entry *e)
+{
+	struct comm_info *ci = e->aux;
+
+	if (!ci)
+		return;
+	vh_lock();
+	e->aux = NULL;
+	vh_unlock();
+	free((void *)ci->world);
+	free(ci);
+}
+
+uint64_t clocks_next_gid(void)
+{
+	return next_gid;
+}
+
+void clocks_set_next_gid(uint64_t next)
+{
+	if (next > next_gid)
+		next_gid = next;
+}
+
+struct walk_ctx {
+	clocks_walk_fn fn;
+	void *arg;
+};
+
+static int walk_one(enum vh_kind k, uint32_t index, struct vh_entry *e, void *arg)
+{
+	struct walk_ctx *w = arg;
+
+	(void)k;
+	(void)index;
+	if (e->aux)
+		w->fn(e->aux, w->arg);
+	return 0;
+}
+
+/* Under the table lock: the coordinator thread walks the clocks while the
+ * program's thread makes and frees communicators. fn must not take it. */
+void clocks_walk(clocks_walk_fn fn, void *arg)
+{
+	struct walk_ctx w = {fn, arg};
+
+	fn(&world, arg);
+	fn(&self, arg);
+	vh_lock();
+	vh_walk(VH_COMM, walk_one, &w);
+	vh_unlock();
+}
+
+struct find_ctx {
+	uint64_t gid;
+	struct comm_info *found;
+};
+
+static void find_one(struct comm_info *ci, void *arg)
+{
+	struct find_ctx *f = arg;
+
+	if (ci->gid == f->gid && !f->found)
+		f->found = ci;
+}
+
+struct comm_info *clocks_find(uint64_t gid)
+{
+	struct find_ctx f = {gid, NULL};
+
+	clocks_walk(find_one, &f);
+	return f.found;
+}

@@ -1,0 +1,81 @@
+/* Where and when all ranks stop for a checkpoint (issue 8, DESIGN.md
+ * section 10, after MANA's collective clock): a checkpoint can start while
+ * ranks wait inside MPI, whatever communicator their collectives use, with
+ * messages in flight and requests pending.
+ *
+ * Each rank runs a coordinator thread (coord_thread.c) that talks to rank
+ * 0's over stasis's own network (oob.h), never through MPI, so it answers
+ * for its rank wherever the program's thread is, even inside a blocking
+ * collective:
+ * 1. Rank 0's timer (or SIGUSR1) starts an attempt: every rank reports how
+ *    many collectives it entered on each communicator (clocks.h); the
+ *    target of each is the most any member entered.
+ * 2. A rank behind on some communicator runs on, entering collectives
+ *    freely (one it enters beyond a target raises it, and the members
+ *    follow); a rank level on all of them waits at the entry of its next
+ *    collective. Blocking collectives stay MPI's own (a blocking and a
+ *    non-blocking collective never match): ranks inside one are counted
+ *    and waited for.
+ * 3. Rounds of queries until every rank is level and none is inside a
+ *    collective; then every rank stops at its next MPI call (blocking
+ *    point-to-point calls always run as non-blocking ones plus a loop,
+ *    block.h, so a rank waiting for a message stops too).
+ * 4. Drain and checkpoint (drain.h), all together, on the program's
+ *    thread.
+ *
+ * The cost in normal operation is one flag per MPI call, and an atomic
+ * increment per collective. */
+#ifndef STASIS_MPI_COORD_H
+#define STASIS_MPI_COORD_H
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct session;
+
+/* Something for the program's thread to do at its next MPI call: an
+ * attempt is under way, every rank stops, messages drained at the last
+ * checkpoint are still being sent again. */
+extern volatile int coord_flag;
+
+/* Start (MPI_Init, collective: connects the coordinator threads) and end
+ * (MPI_Finalize: takes part in an attempt under way first). */
+void coord_start(struct session *s);
+void coord_finalize(void);
+
+void coord_poll(void);
+
+/* Rank 0's timer or SIGUSR1 wants a checkpoint: wake the coordinator
+ * (async-signal-safe). */
+void coord_wanted(void);
+
+/* At the entry of every wrapper. */
+static inline void coord_entry(void)
+{
+	if (__builtin_expect(coord_flag, 0))
+		coord_poll();
+}
+
+/* At the entry of a blocking collective on the program's communicator
+ * comm: counts it; during an attempt, waits here while this rank is level
+ * with every member. coord_collective_done once it returns. */
+void coord_collective(MPI_Comm comm);
+void coord_collective_done(MPI_Comm comm);
+/* The same for a non-blocking collective (in progress until its request
+ * completes). */
+void coord_icollective(MPI_Comm comm);
+
+/* Around a blocking collective no single communicator's clock can count
+ * (calls.def "ungated"): during an attempt, a rank level everywhere waits
+ * at its entry as at a collective's; a rank found inside one makes rank 0
+ * give the attempt up (a member of it may be waiting at another gate) and
+ * try again shortly. */
+void coord_ungated(void);
+void coord_ungated_done(void);
+
+/* In a blocking point-to-point call's loop, and at a Test or an Iprobe:
+ * where the rank takes the checkpoint once every rank may stop. */
+void coord_wait_point(void);
+
+#endif

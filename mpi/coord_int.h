@@ -1,0 +1,72 @@
+/* What the program's thread (coord.c) and stasis's coordinator thread
+ * (coord_thread.c) of one rank share. Flags are read and written with
+ * sequentially consistent atomics where one side's store must be seen
+ * before its next load (entering a collective as an attempt begins); the
+ * targets and the outgoing queue are under the lock. */
+#ifndef STASIS_MPI_COORD_INT_H
+#define STASIS_MPI_COORD_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "oob.h"
+
+/* Messages between the coordinator threads (oob.h). */
+enum coord_msg {
+	/* rank 0 to all */
+	MSG_INTENT = 1, /* a: attempt */
+	MSG_TARGET,	/* a: communicator id, b: target */
+	MSG_QUERY,	/* a: round */
+	MSG_STOP,	/* a: attempt */
+	MSG_ABORT,	/* a: attempt */
+	MSG_BYE_OK,	/* MPI_Finalize may go on: no attempt will start */
+	/* all to rank 0 */
+	MSG_SEQ,     /* a: communicator id, b: collectives entered */
+	MSG_SEQ_END, /* a: attempt, b: the rank cannot be checkpointed */
+	MSG_REPLY,   /* a: round, b: REPLY_* */
+	MSG_RAISE,   /* a: communicator id, b: collectives entered */
+	MSG_DONE,    /* a: attempt (checkpoint taken or given up) */
+	MSG_BYE,     /* the rank is in MPI_Finalize */
+};
+
+enum { REPLY_CONVERGED = 1, REPLY_IN_COLLECTIVE = 2, REPLY_IN_UNGATED = 4 };
+
+struct coord_target {
+	uint64_t gid, target;
+};
+
+struct coord_shared {
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* targets changed, stop, abort, bye */
+	int pending;	     /* an attempt is under way */
+	int stop;	     /* every rank may stop: take the checkpoint */
+	int in_collective;   /* inside a blocking collective */
+	int in_ungated;	     /* inside an ungated one (coord.h) */
+	int bye_ok;
+	uint64_t attempt;
+	struct coord_target *targets;
+	size_t ntargets, targets_cap;
+	struct oob_msg *out; /* to send, from the program's thread */
+	size_t nout, out_cap;
+	int wake[2]; /* a byte wakes the coordinator thread */
+	int rank, size;
+	int *fds;     /* oob_start() */
+	bool blocked; /* the program used a feature stasis cannot restore */
+	bool quit;
+};
+
+extern struct coord_shared coord_sh;
+
+/* Under the lock. */
+uint64_t coord_target_of(uint64_t gid);
+void coord_set_target(uint64_t gid, uint64_t target);
+bool coord_converged(void);
+void coord_queue(uint32_t type, uint64_t a, uint64_t b);
+
+/* Wake the coordinator thread (async-signal-safe). */
+void coord_wake(void);
+/* The thread (coord_thread.c). */
+void *coord_thread_main(void *arg);
+
+#endif

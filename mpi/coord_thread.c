@@ -1,0 +1,389 @@
+/* stasis's coordinator thread, one per rank (coord.h): it answers for its
+ * rank over stasis's network (oob.h) whatever the program's thread does,
+ * and on rank 0 it also leads: starts attempts, collects clocks, sets
+ * targets, runs rounds until every rank is level and out of collectives,
+ * then tells all to stop. It never calls MPI and never allocates in the
+ * program's arena (it is not the main thread). */
+#define LOG_PREFIX ""
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clocks.h"
+#include "coord.h"
+#include "coord_int.h"
+#include "log.h"
+#include "requests.h"
+#include "safepoint.h"
+#include "session.h"
+
+#define SH coord_sh
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_SEQ_CST)
+#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_SEQ_CST)
+#define ROUND_GAP_MS 1
+#define RETRY_GAP_MS 10
+
+static void leader_handle(const struct oob_msg *m);
+static void client_handle(const struct oob_msg *m);
+
+static int64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void to_leader(uint32_t type, uint64_t a, uint64_t b)
+{
+	struct oob_msg m = {type, (uint32_t)SH.rank, a, b, 0};
+
+	if (SH.rank == 0)
+		leader_handle(&m);
+	else
+		oob_send(SH.fds[0], &m);
+}
+
+static void to_rank(int r, uint32_t type, uint64_t a, uint64_t b)
+{
+	struct oob_msg m = {type, 0, a, b, 0};
+
+	if (r == 0)
+		client_handle(&m);
+	else
+		oob_send(SH.fds[r], &m);
+}
+
+static void to_all(uint32_t type, uint64_t a, uint64_t b)
+{
+	for (int r = 0; r < SH.size; r++)
+		to_rank(r, type, a, b);
+}
+
+/* --- every rank ------------------------------------------------------------------------- */
+
+struct seq_ctx {
+	int n;
+};
+
+static void report_clock(struct comm_info *ci, void *arg)
+{
+	struct seq_ctx *c = arg;
+
+	if (ci->gid == GID_SELF)
+		return; /* one member: never behind anyone */
+	to_leader(MSG_SEQ, ci->gid, LOAD(ci->entered));
+	c->n++;
+}
+
+static void client_handle(const struct oob_msg *m)
+{
+	struct seq_ctx c = {0};
+	uint64_t bits;
+
+	switch (m->type) {
+	case MSG_INTENT:
+		pthread_mutex_lock(&SH.lock);
+		SH.attempt = m->a;
+		SH.ntargets = 0;
+		/* Before reading the counts: a collective entered meanwhile
+		 * either is in them or sees the attempt (coord.c). */
+		STORE(SH.pending, 1);
+		pthread_mutex_unlock(&SH.lock);
+		coord_flag = 1;
+		clocks_walk(report_clock, &c);
+		to_leader(MSG_SEQ_END, m->a,
+			  LOAD(SH.blocked) || (session_get() && session_get()->blocked_by));
+		break;
+	case MSG_TARGET:
+		pthread_mutex_lock(&SH.lock);
+		coord_set_target(m->a, m->b);
+		pthread_cond_broadcast(&SH.cond);
+		pthread_mutex_unlock(&SH.lock);
+		break;
+	case MSG_QUERY:
+		pthread_mutex_lock(&SH.lock);
+		bits =
+		    (coord_converged() ? REPLY_CONVERGED : 0) |
+		    (LOAD(SH.in_collective) || mpi_coll_pending() > 0 ? REPLY_IN_COLLECTIVE : 0) |
+		    (LOAD(SH.in_ungated) ? REPLY_IN_UNGATED : 0);
+		pthread_mutex_unlock(&SH.lock);
+		to_leader(MSG_REPLY, m->a, bits);
+		break;
+	case MSG_STOP:
+		STORE(SH.stop, 1);
+		coord_flag = 1;
+		pthread_mutex_lock(&SH.lock);
+		pthread_cond_broadcast(&SH.cond);
+		pthread_mutex_unlock(&SH.lock);
+		break;
+	case MSG_ABORT:
+		pthread_mutex_lock(&SH.lock);
+		STORE(SH.pending, 0);
+		STORE(SH.stop, 0);
+		SH.ntargets = 0;
+		pthread_cond_broadcast(&SH.cond);
+		pthread_mutex_unlock(&SH.lock);
+		coord_flag = 1; /* the program's thread looks once and clears it */
+		break;
+	case MSG_BYE_OK:
+		pthread_mutex_lock(&SH.lock);
+		SH.bye_ok = 1;
+		pthread_cond_broadcast(&SH.cond);
+		pthread_mutex_unlock(&SH.lock);
+		break;
+	default:
+		break;
+	}
+}
+
+/* --- rank 0 --------------------------------------------------------------------------------- */
+
+static enum { L_IDLE, L_GATHER, L_ROUNDS, L_STOPPING } lstate;
+static uint64_t attempt, round_no;
+static int nseq_end, nreplies, ndone, nbye;
+static bool any_blocked, all_converged, any_inside, any_ungated, changed, no_more;
+static int64_t retry_ms = -1; /* an attempt given up: the next one not before */
+static int64_t next_round_ms = -1;
+static int64_t attempt_ms, stop_ms; /* when the attempt started, STOP went out */
+static struct coord_target *lt;
+static size_t nlt, lt_cap;
+static bool *bye, *bye_told;
+
+static uint64_t *lt_slot(uint64_t gid)
+{
+	for (size_t i = 0; i < nlt; i++)
+		if (lt[i].gid == gid)
+			return &lt[i].target;
+	if (nlt == lt_cap) {
+		size_t cap = lt_cap ? lt_cap * 2 : 64;
+		void *p = realloc(lt, sizeof(*lt) * cap);
+
+		if (!p)
+			return NULL;
+		lt = p;
+		lt_cap = cap;
+	}
+	lt[nlt] = (struct coord_target){gid, 0};
+	return &lt[nlt++].target;
+}
+
+static void answer_byes(void)
+{
+	for (int r = 0; r < SH.size; r++)
+		if (bye[r] && !bye_told[r]) {
+			bye_told[r] = true;
+			to_rank(r, MSG_BYE_OK, 0, 0);
+		}
+}
+
+static void new_round(void)
+{
+	round_no++;
+	nreplies = 0;
+	all_converged = true;
+	any_inside = false;
+	any_ungated = false;
+	changed = false;
+	next_round_ms = -1;
+	to_all(MSG_QUERY, round_no, 0);
+}
+
+static void start_attempt(void)
+{
+	attempt++;
+	attempt_ms = now_ms();
+	round_no = 0;
+	lstate = L_GATHER;
+	nseq_end = 0;
+	any_blocked = false;
+	nlt = 0;
+	to_all(MSG_INTENT, attempt, 0);
+}
+
+static void leader_handle(const struct oob_msg *m)
+{
+	uint64_t *t;
+
+	switch (m->type) {
+	case MSG_SEQ:
+	case MSG_RAISE:
+		if (lstate != L_GATHER && lstate != L_ROUNDS)
+			break;
+		t = lt_slot(m->a);
+		if (t && m->b > *t) {
+			*t = m->b;
+			if (lstate == L_ROUNDS) {
+				to_all(MSG_TARGET, m->a, m->b);
+				changed = true;
+			}
+		}
+		break;
+	case MSG_SEQ_END:
+		if (lstate != L_GATHER || m->a != attempt)
+			break;
+		any_blocked |= m->b != 0;
+		if (++nseq_end < SH.size)
+			break;
+		if (any_blocked) {
+			pr_warn(
+			    "checkpoint skipped: the program uses a feature stasis cannot restore "
+			    "yet (named in a warning above)");
+			to_all(MSG_ABORT, attempt, 0);
+			lstate = L_IDLE;
+			safepoint_checkpoint_done(-1);
+			answer_byes();
+			break;
+		}
+		for (size_t i = 0; i < nlt; i++)
+			to_all(MSG_TARGET, lt[i].gid, lt[i].target);
+		lstate = L_ROUNDS;
+		new_round();
+		break;
+	case MSG_REPLY:
+		if (lstate != L_ROUNDS || m->a != round_no)
+			break;
+		all_converged &= (m->b & REPLY_CONVERGED) != 0;
+		any_inside |= (m->b & REPLY_IN_COLLECTIVE) != 0;
+		any_ungated |= (m->b & REPLY_IN_UNGATED) != 0;
+		if (++nreplies < SH.size)
+			break;
+		if (any_ungated) {
+			/* Its other members may be waiting at gates: let all go
+			 * and try again (the wish to checkpoint stays). */
+			to_all(MSG_ABORT, attempt, 0);
+			lstate = L_IDLE;
+			retry_ms = now_ms() + RETRY_GAP_MS;
+			answer_byes();
+			break;
+		}
+		/* A target raised during the round may have reached a rank after
+		 * it replied: only a round without one decides. */
+		if (all_converged && !any_inside && !changed) {
+			lstate = L_STOPPING;
+			ndone = 0;
+			stop_ms = now_ms();
+			to_all(MSG_STOP, attempt, 0);
+		} else {
+			next_round_ms = now_ms() + ROUND_GAP_MS;
+		}
+		break;
+	case MSG_DONE:
+		if (lstate != L_STOPPING || m->a != attempt || ++ndone < SH.size)
+			break;
+		lstate = L_IDLE;
+		if (session_get() && session_get()->cfg.verbose >= 2)
+			fprintf(stderr,
+				"stasis: attempt %llu: ranks agreed in %lld ms (%llu rounds), "
+				"checkpoint done %lld ms after the request\n",
+				(unsigned long long)attempt, (long long)(stop_ms - attempt_ms),
+				(unsigned long long)round_no, (long long)(now_ms() - attempt_ms));
+		answer_byes();
+		break;
+	case MSG_BYE:
+		if (m->from < (uint32_t)SH.size && !bye[m->from]) {
+			bye[m->from] = true;
+			nbye++;
+		}
+		no_more = true;
+		if (lstate == L_IDLE)
+			answer_byes();
+		break;
+	default:
+		break;
+	}
+}
+
+static void leader_tick(void)
+{
+	if (lstate == L_IDLE && !no_more && safepoint_wanted() && now_ms() >= retry_ms) {
+		retry_ms = -1;
+		start_attempt();
+	}
+	if (lstate == L_ROUNDS && next_round_ms >= 0 && now_ms() >= next_round_ms)
+		new_round();
+}
+
+/* --- the loop ----------------------------------------------------------------------------------
+ */
+
+/* What the program's thread queued (raises, done, bye). */
+static void flush_queue(void)
+{
+	struct oob_msg batch[64];
+	size_t n;
+
+	do {
+		pthread_mutex_lock(&SH.lock);
+		n = SH.nout < 64 ? SH.nout : 64;
+		memcpy(batch, SH.out, sizeof(*batch) * n);
+		memmove(SH.out, SH.out + n, sizeof(*SH.out) * (SH.nout - n));
+		SH.nout -= n;
+		pthread_mutex_unlock(&SH.lock);
+		for (size_t i = 0; i < n; i++)
+			to_leader(batch[i].type, batch[i].a, batch[i].b);
+	} while (n == 64);
+}
+
+static bool finished(void)
+{
+	if (!SH.quit)
+		return false;
+	return SH.rank != 0 || nbye == SH.size;
+}
+
+void *coord_thread_main(void *arg)
+{
+	int n = SH.rank == 0 ? SH.size : 2;
+	struct pollfd *p = calloc(n, sizeof(*p));
+	char buf[64];
+
+	(void)arg;
+	if (SH.rank == 0) {
+		bye = calloc(SH.size, sizeof(*bye));
+		bye_told = calloc(SH.size, sizeof(*bye_told));
+	}
+	if (!p || (SH.rank == 0 && (!bye || !bye_told))) {
+		pr_err("out of memory in stasis's coordinator: checkpoints are off");
+		return NULL;
+	}
+	p[0] = (struct pollfd){SH.wake[0], POLLIN, 0};
+	for (int i = 1; i < n; i++)
+		p[i] = (struct pollfd){SH.rank == 0 ? SH.fds[i] : SH.fds[0], POLLIN, 0};
+	while (!finished()) {
+		int timeout = -1;
+
+		if (SH.rank == 0)
+			timeout = lstate == L_ROUNDS || retry_ms >= 0 ? ROUND_GAP_MS : 100;
+
+		if (poll(p, n, timeout) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents & POLLIN)
+			while (read(SH.wake[0], buf, sizeof(buf)) > 0)
+				;
+		flush_queue();
+		for (int i = 1; i < n; i++) {
+			struct oob_msg m;
+
+			if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (oob_recv(p[i].fd, &m)) {
+				/* A rank is gone: the job is ending one way or another. */
+				p[i].fd = -1;
+				continue;
+			}
+			if (SH.rank == 0)
+				leader_handle(&m);
+			else
+				client_handle(&m);
+		}
+		if (SH.rank == 0)
+			leader_tick();
+	}
+	free(p);
+	return NULL;
+}

@@ -1,0 +1,387 @@
+#define LOG_PREFIX ""
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "checkpoint.h"
+#include "clocks.h"
+#include "drain.h"
+#include "log.h"
+#include "requests.h"
+#include "safepoint.h"
+#include "session.h"
+#include "traffic.h"
+
+#define TAG_BOUNCE 0x5a5b
+/* A rank that receives nothing for this long while messages are still
+ * owed to it gives the checkpoint up (a count gone wrong must not hang
+ * the program). */
+#define DRAIN_TIMEOUT 60.0
+
+struct drained {
+	uint64_t gid; /* the communicator */
+	int source;   /* world rank of the sender */
+	int tag;
+	uint64_t len;
+	void *data;
+};
+
+/* Runtime memory: carried across a restart in the MPI state. */
+static struct drained *msgs;
+static size_t nmsgs, msgs_cap;
+
+struct resend {
+	MPI_Request req;
+	void *buf;
+};
+static struct resend *resends;
+static size_t nresends, resends_cap;
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static int keep(uint64_t gid, int source, int tag, uint64_t len, void *data)
+{
+	if (nmsgs == msgs_cap) {
+		size_t cap = msgs_cap ? msgs_cap * 2 : 64;
+		void *p = realloc(msgs, sizeof(*msgs) * cap);
+
+		if (!p)
+			return -ENOMEM;
+		msgs = p;
+		msgs_cap = cap;
+	}
+	msgs[nmsgs++] = (struct drained){gid, source, tag, len, data};
+	return 0;
+}
+
+struct probe_ctx {
+	int ret;
+	bool got;
+};
+
+/* Receive one message waiting on ci's communicator, if there is one. */
+static void probe_one(struct comm_info *ci, void *arg)
+{
+	struct probe_ctx *p = arg;
+	MPI_Comm real = VH_REAL(VH_COMM, MPI_Comm, ci->self);
+	MPI_Status st;
+	int flag = 0, n = 0;
+	void *buf;
+
+	if (p->ret || PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, real, &flag, &st) != MPI_SUCCESS ||
+	    !flag)
+		return;
+	PMPI_Get_count(&st, MPI_BYTE, &n);
+	buf = malloc(n ? n : 1);
+	if (!buf || st.MPI_SOURCE < 0 || st.MPI_SOURCE >= ci->size) {
+		free(buf);
+		p->ret = -ENOMEM;
+		return;
+	}
+	PMPI_Recv(buf, n, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, real, MPI_STATUS_IGNORE);
+	p->ret = keep(ci->gid, ci->world[st.MPI_SOURCE], st.MPI_TAG, n, buf);
+	traffic_received(0);
+	p->got = true;
+}
+
+/* Receive every message still on its way to this rank. Collective. */
+static int drain_messages(struct session *s)
+{
+	uint64_t expected = 0;
+	double since = now();
+	struct probe_ctx p = {0};
+
+	PMPI_Reduce_scatter_block((void *)traffic_sent_to(), &expected, 1, MPI_UINT64_T, MPI_SUM,
+				  s->comm);
+	while (traffic_received_total() < expected && !p.ret) {
+		/* Receives the program posted take their messages first. */
+		mpi_req_progress(VH_RECV);
+		p.got = false;
+		clocks_walk(probe_one, &p);
+		if (p.got) {
+			since = now();
+		} else if (now() - since > DRAIN_TIMEOUT) {
+			pr_err("checkpoint: %llu messages owed to this rank never came",
+			       (unsigned long long)(expected - traffic_received_total()));
+			p.ret = -ETIMEDOUT;
+		} else {
+			sched_yield();
+		}
+	}
+	return p.ret;
+}
+
+/* Each drained message goes back to its sender, who needs the
+ * communicator it came on: a sender that freed it meanwhile could not
+ * send it again, so the checkpoint is given up. Collective. */
+static int senders_can_resend(struct session *s)
+{
+	int n = s->size, *cnt = calloc(n, sizeof(int)), *got = calloc(n, sizeof(int));
+	int *sd = calloc(n, sizeof(int)), *rd = calloc(n, sizeof(int)),
+	    *fill = calloc(n, sizeof(int));
+	uint64_t *out = malloc(sizeof(uint64_t) * (nmsgs + 1)), *in = NULL;
+	int ok = cnt && got && sd && rd && fill && out, total = 0;
+
+	/* The ids of the communicators of this rank's drained messages,
+	 * grouped by sender. */
+	for (size_t i = 0; ok && i < nmsgs; i++)
+		cnt[msgs[i].source]++;
+	for (int r = 1; ok && r < n; r++)
+		sd[r] = sd[r - 1] + cnt[r - 1];
+	for (size_t i = 0; ok && i < nmsgs; i++)
+		out[sd[msgs[i].source] + fill[msgs[i].source]++] = msgs[i].gid;
+	if (!ok) /* take part all the same, with nothing */
+		for (int r = 0; cnt && r < n; r++)
+			cnt[r] = 0;
+	if (!cnt || !got || !sd || !rd || !fill) {
+		pr_err("out of memory checking drained messages: the job cannot go on");
+		PMPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	PMPI_Alltoall(cnt, 1, MPI_INT, got, 1, MPI_INT, s->comm);
+	for (int r = 0; r < n; r++) {
+		rd[r] = total;
+		total += got[r];
+	}
+	in = malloc(sizeof(uint64_t) * (total + 1));
+	ok = ok && in;
+	PMPI_Alltoallv(out, cnt, sd, MPI_UINT64_T, in, got, rd, MPI_UINT64_T, s->comm);
+	for (int i = 0; ok && i < total; i++)
+		if (!clocks_find(in[i]))
+			ok = 0;
+	PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, s->comm);
+	free(cnt);
+	free(got);
+	free(sd);
+	free(rd);
+	free(fill);
+	free(out);
+	free(in);
+	return ok ? 0 : -ESTALE;
+}
+
+/* Every send of the program completes once its receiver drained it. */
+static void finish_sends(void)
+{
+	while (mpi_req_progress(VH_SEND) > 0 || nresends) {
+		drain_progress();
+		sched_yield();
+	}
+}
+
+/* Send every drained message back to its sender, and send again every
+ * message that comes back, on its communicator, to the rank it was for.
+ * Collective. */
+static void resend_drained(struct session *s)
+{
+	int *cnt = calloc(s->size, sizeof(int)), *got = calloc(s->size, sizeof(int));
+	MPI_Request *reqs = calloc(nmsgs + 1, sizeof(*reqs));
+	void **packs = calloc(nmsgs + 1, sizeof(*packs));
+
+	if (!cnt || !got || !reqs || !packs) {
+		pr_err("out of memory sending drained messages again: the job cannot go on");
+		PMPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	for (size_t i = 0; i < nmsgs; i++)
+		cnt[msgs[i].source]++;
+	PMPI_Alltoall(cnt, 1, MPI_INT, got, 1, MPI_INT, s->comm);
+	for (size_t i = 0; i < nmsgs; i++) {
+		struct drained *d = &msgs[i];
+		char *pack = malloc(3 * sizeof(uint64_t) + d->len);
+
+		if (!pack) {
+			pr_err(
+			    "out of memory sending drained messages again: the job cannot go on");
+			PMPI_Abort(MPI_COMM_WORLD, 1);
+		}
+		memcpy(pack, &d->gid, 8);
+		memcpy(pack + 8, &(uint64_t){(uint64_t)d->tag}, 8);
+		memcpy(pack + 16, &d->len, 8);
+		memcpy(pack + 24, d->data, d->len);
+		packs[i] = pack;
+		PMPI_Isend(pack, (int)(24 + d->len), MPI_BYTE, d->source, TAG_BOUNCE, s->comm,
+			   &reqs[i]);
+	}
+	for (int r = 0; r < s->size; r++) {
+		for (int k = 0; k < got[r]; k++) {
+			MPI_Status st;
+			int n;
+			char *buf;
+			uint64_t gid, tag, len;
+			struct comm_info *ci;
+			int dest = -1;
+
+			PMPI_Probe(r, TAG_BOUNCE, s->comm, &st);
+			PMPI_Get_count(&st, MPI_BYTE, &n);
+			buf = malloc(n);
+			if (!buf) {
+				pr_err("out of memory sending drained messages again");
+				PMPI_Abort(MPI_COMM_WORLD, 1);
+			}
+			PMPI_Recv(buf, n, MPI_BYTE, r, TAG_BOUNCE, s->comm, MPI_STATUS_IGNORE);
+			memcpy(&gid, buf, 8);
+			memcpy(&tag, buf + 8, 8);
+			memcpy(&len, buf + 16, 8);
+			ci = clocks_find(gid);
+			for (int j = 0; ci && j < ci->size; j++)
+				if (ci->world[j] == r)
+					dest = j;
+			if (!ci || dest < 0) {
+				/* senders_can_resend() made sure this cannot be */
+				pr_err("a drained message has no communicator to go back on");
+				PMPI_Abort(MPI_COMM_WORLD, 1);
+			}
+			if (nresends == resends_cap) {
+				size_t cap = resends_cap ? resends_cap * 2 : 64;
+				void *p = realloc(resends, sizeof(*resends) * cap);
+
+				if (!p) {
+					pr_err("out of memory sending drained messages again");
+					PMPI_Abort(MPI_COMM_WORLD, 1);
+				}
+				resends = p;
+				resends_cap = cap;
+			}
+			/* The receiver takes it when the program asks: keep the buffer
+			 * until then. */
+			resends[nresends].buf = buf;
+			PMPI_Isend(buf + 24, (int)len, MPI_BYTE, dest, (int)tag,
+				   VH_REAL(VH_COMM, MPI_Comm, ci->self), &resends[nresends].req);
+			nresends++;
+			traffic_sent(ci->self, dest);
+		}
+	}
+	PMPI_Waitall((int)nmsgs, reqs, MPI_STATUSES_IGNORE);
+	for (size_t i = 0; i < nmsgs; i++) {
+		free(packs[i]);
+		free(msgs[i].data);
+	}
+	nmsgs = 0;
+	free(reqs);
+	free(packs);
+	free(cnt);
+	free(got);
+}
+
+void drain_progress(void)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < nresends; i++) {
+		int flag = 0;
+
+		PMPI_Test(&resends[i].req, &flag, MPI_STATUS_IGNORE);
+		if (flag)
+			free(resends[i].buf);
+		else
+			resends[j++] = resends[i];
+	}
+	nresends = j;
+}
+
+bool drain_pending(void)
+{
+	return nresends != 0;
+}
+
+void drain_finish(void)
+{
+	while (nresends) {
+		drain_progress();
+		sched_yield();
+	}
+}
+
+/* A line scripts read (tests/cr/drained.sh): keep its shape. */
+static void say_drained(struct session *s, uint64_t id)
+{
+	uint64_t mine = nmsgs, all = 0;
+
+	PMPI_Reduce(&mine, &all, 1, MPI_UINT64_T, MPI_SUM, 0, s->comm);
+	if (s->rank == 0 && s->cfg.verbose >= 1 && all)
+		fprintf(stderr, "stasis: checkpoint %llu: %llu messages in flight drained\n",
+			(unsigned long long)id, (unsigned long long)all);
+}
+
+void drain_and_checkpoint(struct session *s)
+{
+	double t0 = now();
+	int ret, ok;
+
+	mpi_req_progress(0);
+	ret = drain_messages(s);
+	ok = !ret;
+	PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, s->comm);
+	ret = ok ? senders_can_resend(s) : -EIO;
+	if (!ret) {
+		finish_sends();
+		ok = mpi_req_cancel_receives() == 0;
+		PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, s->comm);
+		ret = ok ? 0 : -EIO;
+	}
+	if (!ret) {
+		say_drained(s, s->next_id);
+		traffic_reset();
+		ret = checkpoint_take(s);
+		if (ret == CHECKPOINT_RESUMED) {
+			/* A restart: this is a new process, its memory the image's. */
+			mpi_req_repost();
+			resend_drained(s);
+			return;
+		}
+	} else if (s->rank == 0) {
+		pr_warn("checkpoint skipped: %s",
+			ret == -ESTALE ? "a message in flight was sent on a communicator its "
+					 "sender has freed"
+				       : "messages in flight could not be drained");
+	}
+	mpi_req_repost();
+	resend_drained(s);
+	safepoint_checkpoint_done(ret ? -1 : now() - t0);
+}
+
+/* --- carried across a restart --------------------------------------------------------- */
+
+int drain_save(struct rec_builder *b)
+{
+	rb_u64(b, nmsgs);
+	for (size_t i = 0; i < nmsgs; i++) {
+		rb_u64(b, msgs[i].gid);
+		rb_int(b, msgs[i].source);
+		rb_int(b, msgs[i].tag);
+		rb_u64(b, msgs[i].len);
+		rb_put(b, msgs[i].data, msgs[i].len);
+	}
+	return b->failed ? -ENOMEM : 0;
+}
+
+int drain_load(struct rec_reader *r)
+{
+	uint64_t n = rr_u64(r);
+
+	for (uint64_t i = 0; i < n && !r->bad; i++) {
+		uint64_t gid = rr_u64(r);
+		int source = rr_int(r), tag = rr_int(r);
+		uint64_t len = rr_u64(r);
+		void *data;
+
+		if (r->bad || len > (uint64_t)(r->end - r->p))
+			return -EBADMSG;
+		data = malloc(len ? len : 1);
+		if (!data)
+			return -ENOMEM;
+		rr_get(r, data, len);
+		if (keep(gid, source, tag, len, data)) {
+			free(data);
+			return -ENOMEM;
+		}
+	}
+	return r->bad ? -EBADMSG : 0;
+}
