@@ -5,7 +5,10 @@
  * restart must give them back under the same handles. One pair of requests
  * is freed and made again halfway.
  *
- *   persist [N [ITERS]]
+ *   persist [N [ITERS]] [--early]
+ *
+ * --early starts the next step's receives as soon as this step's complete:
+ * persistent requests are then active at every instant (issue 8).
  *
  * Output (rank 0, stdout, at the end): one line hashing the field.
  */
@@ -30,8 +33,9 @@ static void mix(const void *buf, size_t len)
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 8192, iters = argc > 2 ? atoi(argv[2]) : 2000;
+	int early = argc > 3 && !strcmp(argv[3], "--early");
 	int rank, size, left, right, bsize;
-	double *u, *from_left, *from_right, token = 0, got = 0;
+	double *u, *next_u, *from_left, *from_right, token = 0, got = 0;
 	MPI_Request ring[4], tok[2];
 	void *bbuf;
 
@@ -42,6 +46,7 @@ int main(int argc, char **argv)
 	right = (rank + 1) % size;
 
 	u = malloc(sizeof(double) * n);
+	next_u = malloc(sizeof(double) * n);
 	from_left = malloc(sizeof(double) * n);
 	from_right = malloc(sizeof(double) * n);
 	for (int i = 0; i < n; i++)
@@ -60,13 +65,23 @@ int main(int argc, char **argv)
 	MPI_Bsend_init(&token, 1, MPI_DOUBLE, right, 3, MPI_COMM_WORLD, &tok[0]);
 	MPI_Recv_init(&got, 1, MPI_DOUBLE, left, 3, MPI_COMM_WORLD, &tok[1]);
 
+	if (early)
+		MPI_Startall(2, &ring[2]);
 	for (int it = 0; it < iters; it++) {
 		double sum = 0;
 
-		MPI_Startall(4, ring);
+		if (!early)
+			MPI_Startall(2, &ring[2]);
+		MPI_Startall(2, &ring[0]);
 		MPI_Waitall(4, ring, MPI_STATUSES_IGNORE);
+		/* The next step's receives go out now: the data is in from_left
+		 * and from_right only until the update below reads it, so the
+		 * update reads copies. */
 		for (int i = 0; i < n; i++)
-			u[i] = 0.5 * u[i] + 0.25 * (from_left[i] + from_right[(i + 1) % n]);
+			next_u[i] = 0.5 * u[i] + 0.25 * (from_left[i] + from_right[(i + 1) % n]);
+		if (early && it + 1 < iters)
+			MPI_Startall(2, &ring[2]);
+		memcpy(u, next_u, sizeof(double) * n);
 
 		token = u[it % n] + it;
 		MPI_Start(&tok[1]);
@@ -78,9 +93,12 @@ int main(int argc, char **argv)
 		if (it == iters / 2) {
 			/* Requests freed and made again: the new ones are restored. */
 			MPI_Request_free(&ring[0]);
-			MPI_Request_free(&ring[2]);
 			MPI_Send_init(u, n, MPI_DOUBLE, right, 1, MPI_COMM_WORLD, &ring[0]);
-			MPI_Recv_init(from_left, n, MPI_DOUBLE, left, 1, MPI_COMM_WORLD, &ring[2]);
+			if (!early) {
+				MPI_Request_free(&ring[2]);
+				MPI_Recv_init(from_left, n, MPI_DOUBLE, left, 1, MPI_COMM_WORLD,
+					      &ring[2]);
+			}
 		}
 		for (int i = 0; i < n; i++)
 			sum += u[i];
@@ -90,6 +108,7 @@ int main(int argc, char **argv)
 
 	for (int i = 0; i < 4; i++)
 		MPI_Request_free(&ring[i]);
+	free(next_u);
 	MPI_Request_free(&tok[0]);
 	MPI_Request_free(&tok[1]);
 	MPI_Buffer_detach(&bbuf, &bsize);

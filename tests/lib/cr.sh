@@ -38,6 +38,11 @@ cr_default_args() {
 	persist) echo "8192 2000" ;;
 	fsplit) echo "128 2000" ;;
 	objects) echo "64 2000" ;;
+	ring) echo "4096 20000" ;;
+	master) echo "2000 20000" ;;
+	flood) echo "2000 200" ;;
+	slow) echo "20 4" ;;
+	halves) echo "4096 4000" ;;
 	protected_io) echo "16384 4000" ;;
 	segv_handler) echo "131072 6000" ;;
 	*) echo "" ;;
