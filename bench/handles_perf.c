@@ -1,16 +1,19 @@
 /* handles_perf N: the latency of MPI calls whose handles stasis translates
- * (issue 7), on communicators and datatypes the program made: microseconds
- * per call, rank 0 prints one line per case. Run plain and under
- * stasis-run, alternating, by bench/handles_perf.sh.
+ * (issue 7) and whose collectives and messages it counts (issue 8), on
+ * communicators and datatypes the program made: microseconds per call,
+ * rank 0 prints one line per case. Run plain and under stasis-run,
+ * alternating, by bench/handles_perf.sh.
  *
  *   allreduce_dup    8-byte MPI_Allreduce on a duplicate of the world
- *                    (also a safe point under stasis)
- *   allreduce_split  8-byte MPI_Allreduce on a split (not a safe point)
+ *   allreduce_split  8-byte MPI_Allreduce on a split
  *   pingpong         0-byte MPI_Send/MPI_Recv between ranks 0 and 1, half
- *                    a round trip
+ *                    a round trip (under stasis an Isend/Irecv and a wait
+ *                    loop, block.h)
  *   pingpong_req     the same with MPI_Isend/MPI_Irecv/MPI_Waitall (a
  *                    virtual request minted and released per message)
  *   vector_pingpong  one MPI_Type_vector of 64 doubles (stride 2)
+ *   pingpong_4mib    4 MiB MPI_Send/MPI_Recv, half a round trip (the
+ *                    bandwidth a blocking call keeps)
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -63,7 +66,8 @@ static double allreduce(int n, MPI_Comm c)
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 20000, rank;
-	double buf[128] = {0}, r[5];
+	double buf[128] = {0}, r[6];
+	char *big = calloc(1, 4 << 20);
 	MPI_Comm dup, split;
 	MPI_Datatype vec;
 
@@ -81,10 +85,13 @@ int main(int argc, char **argv)
 	r[2] = pingpong(rank, n, buf, 0, MPI_BYTE, dup, 0);
 	r[3] = pingpong(rank, n, buf, 0, MPI_BYTE, dup, 1);
 	r[4] = pingpong(rank, n, buf, 1, vec, dup, 0);
+	r[5] = pingpong(rank, n / 500 + 10, big, 4 << 20, MPI_BYTE, dup, 0);
 	if (rank == 0)
-		printf("allreduce_dup %.4f\nallreduce_split %.4f\npingpong %.4f\npingpong_req %.4f\n"
-		       "vector_pingpong %.4f\n",
-		       r[0], r[1], r[2], r[3], r[4]);
+		printf(
+		    "allreduce_dup %.4f\nallreduce_split %.4f\npingpong %.4f\npingpong_req %.4f\n"
+		    "vector_pingpong %.4f\npingpong_4mib %.4f\n",
+		    r[0], r[1], r[2], r[3], r[4], r[5]);
+	free(big);
 	MPI_Type_free(&vec);
 	MPI_Comm_free(&split);
 	MPI_Comm_free(&dup);
