@@ -7,6 +7,7 @@
 
 #include "checkpoint.h"
 #include "comms.h"
+#include "interval_auto.h"
 #include "log.h"
 #include "safepoint.h"
 #include "session.h"
@@ -28,7 +29,6 @@ static uint64_t last_index;     /* of the previous agreement, and its time */
 static double last_time;
 static timer_t timer;
 static bool have_timer;
-static double last_cost; /* seconds, for STASIS_INTERVAL=auto */
 
 static void on_signal(int sig)
 {
@@ -36,18 +36,9 @@ static void on_signal(int sig)
 	wanted = 1;
 }
 
-/* Young's first-order optimum T = sqrt(2 C M) for STASIS_INTERVAL=auto, on
- * the measured cost C of the last checkpoint; 60 s before the first. */
 static double next_interval(void)
 {
-	double t;
-
-	if (!sess->cfg.interval_auto)
-		return sess->cfg.interval;
-	if (last_cost <= 0)
-		return 60;
-	t = sqrt(2 * last_cost * sess->cfg.mtbf);
-	return t < 1 ? 1 : t;
+	return sess->cfg.interval_auto ? interval_auto_period() : sess->cfg.interval;
 }
 
 /* One-shot, re-armed after each checkpoint, so that a slow checkpoint does
@@ -72,6 +63,7 @@ int safepoint_start(struct session *s, char *err, size_t errlen)
 	struct sigevent sev;
 
 	sess = s;
+	interval_auto_start(s);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sa.sa_flags = SA_RESTART;
@@ -126,7 +118,8 @@ static void try_checkpoint(const char *call)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (ret == CHECKPOINT_RESUMED)
 		return; /* safepoint_resumed() already re-armed everything */
-	last_cost = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (ret == 0)
+		interval_auto_cost((t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	wanted = 0;
 	arm_timer();
 }
