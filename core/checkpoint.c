@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "checkpoint.h"
+#include "flush.h"
 #include "image.h"
 #include "log.h"
 #include "redset.h"
@@ -192,6 +193,7 @@ int checkpoint_take(struct session *s)
 	s->last_id = id;
 	if (!ret) /* without our own record, our newest would look incomplete */
 		retention_prune(s);
+	flush_committed(s);
 
 	ms = (now() - t0) * 1e3;
 	PMPI_Reduce(&bytes, &total_bytes, 1, MPI_UINT64_T, MPI_SUM, 0, s->comm);
