@@ -14,7 +14,8 @@
 #include "session.h"
 
 #define RECORD "restart-times"
-#define FIRST_PERIOD 60.0 /* before the first checkpoint has been measured */
+#define FIRST_PERIOD 60.0 /* before the first checkpoint has been measured... */
+#define FIRST_SHARE 0.1   /* ...or a tenth of the shortest MTBF, if less */
 #define MIN_PERIOD 1.0    /* never a checkpoint storm, whatever the model says */
 
 /* Runtime state of rank 0 (never saved, never restored). */
@@ -103,8 +104,13 @@ double interval_auto_period(void)
 	char inputs[512];
 	double c, r1, r2, t;
 
-	if (!cost_count)
-		return FIRST_PERIOD;
+	/* C is not known before a checkpoint has been taken: take one soon,
+	 * well before the first failure is expected. */
+	if (!cost_count) {
+		t = FIRST_SHARE * fmin(cfg->two_level ? fmin(cfg->mtbf_light, cfg->mtbf_heavy)
+						      : cfg->mtbf, FIRST_PERIOD / FIRST_SHARE);
+		return t < MIN_PERIOD ? MIN_PERIOD : t;
+	}
 	c = cost_sum / cost_count;
 	r1 = or_estimate(restart_light, c, &how1);
 	r2 = or_estimate(restart_heavy, 2 * c, &how2);
