@@ -44,25 +44,12 @@ void inspect_problem(struct inspect *in, const char *fmt, ...)
  * under way). */
 static bool parse_name(const char *name, uint64_t *id, int *rank, char *ext)
 {
-	unsigned long long v;
-	long r;
-	char *end;
+	const char *rest;
 
-	if (strncmp(name, "ckpt-", 5) || name[5] < '0' || name[5] > '9')
+	if (!store_parse_name(name, id, rank, &rest) ||
+	    (strcmp(rest, "img") && strcmp(rest, "red") && strcmp(rest, "done")))
 		return false;
-	errno = 0;
-	v = strtoull(name + 5, &end, 10);
-	if (errno || strncmp(end, ".r", 2) || end[2] < '0' || end[2] > '9')
-		return false;
-	r = strtol(end + 2, &end, 10);
-	if (errno || r > INT_MAX || *end != '.')
-		return false;
-	end++;
-	if (strcmp(end, "img") && strcmp(end, "red") && strcmp(end, "done"))
-		return false;
-	*id = v;
-	*rank = (int)r;
-	*ext = end[0];
+	*ext = rest[0];
 	return true;
 }
 
