@@ -23,6 +23,7 @@ struct rank_files {
 	/* --verify */
 	enum file_state image, redundancy;
 	char *image_err, *red_err;
+	bool in_set; /* some valid redundancy file names this rank's set */
 	struct redset_info red_info; /* when redundancy == FILE_OK */
 };
 

@@ -7,6 +7,7 @@
  * one line on stderr), 2 usage. */
 #include <getopt.h>
 #include <glob.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -409,10 +410,12 @@ static int default_roots(struct inspect *in)
 	if (dir && *dir) {
 		patterns[0] = dir;
 	} else {
+		/* As core/config.c's default_dir. */
 		const char *tmp = getenv("TMPDIR"), *user = getenv("USER");
+		struct passwd *pw = user && *user ? NULL : getpwuid(getuid());
 
 		snprintf(def, sizeof(def), "%s/stasis-%s", tmp && *tmp ? tmp : "/tmp",
-			 user && *user ? user : "root");
+			 user && *user ? user : pw ? pw->pw_name : "unknown");
 		patterns[0] = def;
 	}
 	for (int p = 0; p < 2; p++) {

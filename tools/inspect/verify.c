@@ -67,8 +67,8 @@ static bool matches_record(const struct rank_files *rf, const struct redset_info
 }
 
 /* Sets of this checkpoint from the valid redundancy files (the first one
- * read of each set describes it); *covered marks the ranks in some set. */
-static void judge_sets(struct ckpt *c, bool *covered)
+ * read of each set describes it); in_set marks the ranks of some set. */
+static void judge_sets(struct ckpt *c)
 {
 	for (int r = 0; r < c->nranks; r++) {
 		const struct redset_info *info = &c->r[r].red_info;
@@ -102,7 +102,7 @@ static void judge_sets(struct ckpt *c, bool *covered)
 			v->data_lost[x] = !m || !matches_record(m, info, x);
 			v->red_lost[x] = !m || m->redundancy != FILE_OK;
 			if (m)
-				covered[w] = true;
+				c->r[w].in_set = true;
 		}
 		v->feasible = redset_info_feasible(info, v->data_lost, v->red_lost);
 	}
@@ -110,10 +110,6 @@ static void judge_sets(struct ckpt *c, bool *covered)
 
 static void verify_ckpt(struct job *j, struct ckpt *c)
 {
-	bool *covered = calloc(c->cap ? c->cap : 1, sizeof(bool));
-
-	if (!covered)
-		exit(1);
 	c->verified = true;
 	c->whole = c->nranks > 0;
 	for (int r = 0; r < c->nranks; r++) {
@@ -124,9 +120,9 @@ static void verify_ckpt(struct job *j, struct ckpt *c)
 	}
 	c->rebuildable = !j->flush;
 	if (!j->flush)
-		judge_sets(c, covered);
+		judge_sets(c);
 	for (int r = 0; r < c->nranks; r++)
-		if (c->r[r].image != FILE_OK && !covered[r])
+		if (c->r[r].image != FILE_OK && !c->r[r].in_set)
 			c->rebuildable = false; /* in no set that still knows it */
 	for (int s = 0; s < c->nsets; s++) {
 		bool lost = false;
@@ -136,7 +132,6 @@ static void verify_ckpt(struct job *j, struct ckpt *c)
 		if (lost && !c->sets[s].feasible)
 			c->rebuildable = false;
 	}
-	free(covered);
 }
 
 /* Restorable: complete, every image whole or rebuildable, and so on down
@@ -172,6 +167,12 @@ static void report(struct inspect *in, struct job *j, struct ckpt *c)
 		else if (!j->flush && rf->redundancy == FILE_ABSENT && j->set_size)
 			inspect_problem(in, "job %s, checkpoint %llu: rank %d: redundancy file missing",
 					j->name, (unsigned long long)c->id, r);
+		if (rf->image != FILE_OK && !j->flush && !rf->in_set)
+			fprintf(in->text,
+				"job %s, checkpoint %llu: rank %d: %s: cannot be rebuilt\n", j->name,
+				(unsigned long long)c->id, r,
+				j->set_size ? "no redundancy file of its set survives"
+					    : "no redundancy (scheme single)");
 		if (rf->done && !rf->record_ok)
 			inspect_problem(in, "job %s, checkpoint %llu: rank %d: commit record %s damaged",
 					j->name, (unsigned long long)c->id, r, rf->done);
