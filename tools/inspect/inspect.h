@@ -63,6 +63,7 @@ struct job {
 	int nranks;
 	const char *scheme; /* from a redundancy file, "single" without any */
 	int set_size, tolerance;
+	char *verdicts; /* --verify's lines, printed after the listing */
 };
 
 struct inspect {

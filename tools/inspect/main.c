@@ -478,8 +478,6 @@ int main(int argc, char **argv)
 		}
 	}
 	in.json = o.json;
-	if (o.json)
-		in.text = stderr;
 	if (optind == argc)
 		default_roots(&in);
 	for (int i = optind; i < argc; i++)
@@ -495,9 +493,18 @@ int main(int argc, char **argv)
 			inspect_problem(&in, "no job '%s' here", o.job);
 		in.njobs = kept;
 	}
-	if (o.verify)
-		for (int i = 0; i < in.njobs; i++)
-			inspect_verify(&in, &in.jobs[i]);
+	/* Every job is verified before any is shown: a restart's choice spans
+	 * both levels. The verdicts wait for their job's listing. */
+	for (int i = 0; o.verify && i < in.njobs; i++) {
+		size_t len;
+		FILE *m = o.json ? NULL : open_memstream(&in.jobs[i].verdicts, &len);
+
+		in.text = m ? m : stderr;
+		inspect_verify(&in, &in.jobs[i]);
+		if (m)
+			fclose(m);
+	}
+	in.text = o.json ? stderr : stdout;
 	if (o.json) {
 		json_begin(&js, stdout);
 		json_open(&js, NULL, '{');
@@ -514,6 +521,8 @@ int main(int argc, char **argv)
 		struct job *j = &in.jobs[i];
 
 		list_text(&in, j);
+		if (j->verdicts)
+			fputs(j->verdicts, stdout);
 		if (o.verify) {
 			bool flush;
 			uint64_t from = inspect_restart_from(&in, j->name, &flush);
