@@ -11,6 +11,7 @@
 #include <mpi.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct redset_params {
 	const char *scheme; /* "single", "partner", "xor", "rs" */
@@ -49,5 +50,31 @@ int redset_encode(struct redset *rs, const char *dir, const char *const *names, 
  * nothing is deleted. */
 int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, bool have_mine,
 		   char *err, size_t errlen);
+
+/* ---- reading a redundancy file without MPI (stasis-inspect) ---- */
+
+/* What one member's redundancy file says about its set: the geometry, the
+ * world rank of each member, and the name, size and crc64 of each
+ * member's first protected file (stasis protects one, the image). */
+struct redset_info {
+	const char *scheme; /* "single", "partner", "xor", "rs" */
+	int set_id;
+	int p;         /* members */
+	int me;        /* the member that owns the file */
+	int param;     /* rs k, partner replicas */
+	int tolerance; /* lost members the scheme always survives */
+	int *world;    /* [p] */
+	char (*name)[64];
+	uint64_t *size, *crc;
+};
+
+/* Read and check all of the file (header, records, every payload
+ * section's crc64). 0, or -EBADMSG / -errno with err naming the cause. */
+int redset_info_read(const char *path, struct redset_info *out, char *err, size_t errlen);
+void redset_info_free(struct redset_info *info);
+/* Whether the scheme can rebuild these losses (a dry run of what
+ * redset_rebuild decides; data_lost/red_lost per member). */
+bool redset_info_feasible(const struct redset_info *info, const bool *data_lost,
+			  const bool *red_lost);
 
 #endif

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "checkpoint.h"
+#include "flush.h"
 #include "image.h"
 #include "log.h"
 #include "redset.h"
@@ -15,6 +16,7 @@
 #include "session.h"
 #include "state.h"
 #include "tracking.h"
+#include "where.h"
 
 #define MAX_REGIONS 512
 
@@ -73,7 +75,7 @@ static int write_image(struct session *s, uint64_t id, bool *incremental, uint64
 		       char *err, size_t errlen)
 {
 	static struct region regions[MAX_REGIONS];
-	static struct image_region out[MAX_REGIONS + 1];
+	static struct image_region out[MAX_REGIONS + 2]; /* + MPI state, + where */
 	struct image_header hdr;
 	char path[4200];
 	uintptr_t sp = (uintptr_t)captured.context.uc_mcontext.gregs[REG_RSP];
@@ -99,6 +101,9 @@ static int write_image(struct session *s, uint64_t id, bool *incremental, uint64
 		for (int i = 0; i < n; i++)
 			out[i].dirty = NULL;
 	out[n++] = (struct image_region){(uintptr_t)mpi_state, mpi_len, REGION_MPI, NULL};
+	/* Not memory: carried whole in every image, for stasis-inspect. */
+	if (where_capture(&out[n]))
+		n++;
 	memset(&hdr, 0, sizeof(hdr));
 	hdr.ckpt_id = id;
 	hdr.parent_id = *incremental ? s->last_id : 0;
@@ -191,6 +196,7 @@ int checkpoint_take(struct session *s)
 	s->last_id = id;
 	if (!ret) /* without our own record, our newest would look incomplete */
 		retention_prune(s);
+	flush_committed(s);
 
 	ms = (now() - t0) * 1e3;
 	PMPI_Reduce(&bytes, &total_bytes, 1, MPI_UINT64_T, MPI_SUM, 0, s->comm);

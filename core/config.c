@@ -81,6 +81,8 @@ int config_load(struct stasis_config *cfg, char *err, size_t errlen)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->interval = 600;
 	cfg->mtbf = 86400;
+	cfg->mtbf_light = cfg->mtbf_heavy = INFINITY;
+	cfg->flush_every = 1;
 	cfg->keep = 2;
 	strcpy(cfg->scheme, "xor");
 	cfg->set_size = 8;
@@ -116,6 +118,29 @@ int config_load(struct stasis_config *cfg, char *err, size_t errlen)
 	}
 	if ((v = env("STASIS_MTBF")) && parse_seconds(v, &cfg->mtbf))
 		BAD("STASIS_MTBF", v, "is not a number of seconds > 0");
+	if ((v = env("STASIS_MTBF_LIGHT")) && parse_seconds(v, &cfg->mtbf_light))
+		BAD("STASIS_MTBF_LIGHT", v, "is not a number of seconds > 0");
+	if ((v = env("STASIS_MTBF_HEAVY")) && parse_seconds(v, &cfg->mtbf_heavy))
+		BAD("STASIS_MTBF_HEAVY", v, "is not a number of seconds > 0");
+	cfg->two_level = isfinite(cfg->mtbf_light) || isfinite(cfg->mtbf_heavy);
+	/* Two models of the same failures would contradict each other. */
+	if (cfg->two_level && (v = env("STASIS_MTBF")))
+		BAD("STASIS_MTBF", v,
+		    "cannot be set with STASIS_MTBF_LIGHT or STASIS_MTBF_HEAVY (one model or the "
+		    "other)");
+	if ((v = env("STASIS_FLUSH_DIR"))) {
+		if (v[0] != '/')
+			BAD("STASIS_FLUSH_DIR", v, "is not an absolute path");
+		if (strlen(v) >= sizeof(cfg->flush_dir) - 256)
+			BAD("STASIS_FLUSH_DIR", v, "is too long");
+		strcpy(cfg->flush_dir, v);
+	}
+	if ((v = env("STASIS_FLUSH_EVERY"))) {
+		if (parse_int(v, 1, 1000000, &cfg->flush_every))
+			BAD("STASIS_FLUSH_EVERY", v, "is not an integer >= 1");
+		if (!cfg->flush_dir[0])
+			BAD("STASIS_FLUSH_EVERY", v, "needs STASIS_FLUSH_DIR (where to flush)");
+	}
 	if ((v = env("STASIS_KEEP")) && parse_int(v, 1, 1000, &cfg->keep))
 		BAD("STASIS_KEEP", v, "is not an integer from 1 to 1000");
 	if ((v = env("STASIS_SCHEME"))) {
@@ -155,13 +180,19 @@ int config_load(struct stasis_config *cfg, char *err, size_t errlen)
 void config_print(const struct stasis_config *cfg)
 {
 	pr_info("STASIS_DIR=%s STASIS_JOB=%s", cfg->dir, cfg->job[0] ? cfg->job : "(executable name)");
-	if (cfg->interval_auto)
+	if (cfg->interval_auto && cfg->two_level)
+		pr_info("STASIS_INTERVAL=auto (STASIS_MTBF_LIGHT=%g s STASIS_MTBF_HEAVY=%g s)",
+			cfg->mtbf_light, cfg->mtbf_heavy);
+	else if (cfg->interval_auto)
 		pr_info("STASIS_INTERVAL=auto (STASIS_MTBF=%g s)", cfg->mtbf);
 	else
 		pr_info("STASIS_INTERVAL=%g s", cfg->interval);
 	pr_info("STASIS_KEEP=%d STASIS_SCHEME=%s STASIS_SET_SIZE=%d STASIS_RS_K=%d "
 		"STASIS_PARTNER_REPLICAS=%d",
 		cfg->keep, cfg->scheme, cfg->set_size, cfg->rs_k, cfg->replicas);
+	if (cfg->flush_dir[0])
+		pr_info("STASIS_FLUSH_DIR=%s STASIS_FLUSH_EVERY=%d", cfg->flush_dir,
+			cfg->flush_every);
 	pr_info("STASIS_DIRTY=%s STASIS_FULL_EVERY=%d STASIS_FAILURE_DOMAIN=%s STASIS_RESTART=%d",
 		cfg->dirty, cfg->full_every, cfg->failure_domain, cfg->restart);
 }

@@ -13,6 +13,11 @@ struct stasis_config {
 	double interval;          /* STASIS_INTERVAL seconds (> 0) */
 	bool interval_auto;       /* STASIS_INTERVAL=auto */
 	double mtbf;              /* STASIS_MTBF seconds, for auto */
+	double mtbf_light;        /* STASIS_MTBF_LIGHT seconds, INFINITY: unset */
+	double mtbf_heavy;        /* STASIS_MTBF_HEAVY seconds, INFINITY: unset */
+	bool two_level;           /* either of the two was set */
+	char flush_dir[4096];     /* STASIS_FLUSH_DIR pattern, "" = no flush level */
+	int flush_every;          /* STASIS_FLUSH_EVERY >= 1 */
 	int keep;                 /* STASIS_KEEP >= 1 */
 	char scheme[16];          /* STASIS_SCHEME */
 	bool scheme_explicit;     /* STASIS_SCHEME was set, not defaulted */

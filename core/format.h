@@ -12,8 +12,9 @@
  *                            bitmap_offset) and the saved pages in order.
  * Version 3 added non-memory regions (REGION_MPI): a reader of version 2
  * would have written them into memory, so it must refuse the file.
- * Version 4: the saved state lost a counter and the MPI region carries
- * requests and drained messages (issue 8).
+ * Version 4: the saved state lost a counter, the MPI region carries
+ * requests and drained messages (issue 8), and REGION_WHERE holds the
+ * program's stack (issue 12).
  */
 #ifndef STASIS_FORMAT_H
 #define STASIS_FORMAT_H
@@ -38,10 +39,11 @@ enum region_kind {
 	/* Kinds from here on are not memory: data the image carries, never
 	 * written into the address space, never incremental. */
 	REGION_MPI = 4, /* the program's MPI objects (mpi/state.h); addr is 0 */
+	REGION_WHERE = 5, /* where the checkpoint was taken: struct where_record */
 };
 
 #define REGION_FIRST_DATA REGION_MPI
-#define REGION_LAST REGION_MPI
+#define REGION_LAST REGION_WHERE
 
 enum region_flags {
 	REGION_PARTIAL = 1u << 0, /* incremental: bitmap + dirty pages only */
@@ -78,6 +80,28 @@ struct region_record {
 	uint64_t stored_bytes;  /* bytes at file_offset (bitmap + pages, or length) */
 	uint64_t bitmap_offset; /* REGION_PARTIAL: offset of the page bitmap, else 0 */
 	uint64_t data_crc;      /* crc64 of the stored_bytes at file_offset */
+};
+
+/* REGION_WHERE: the application's call stack when the checkpoint was
+ * taken, innermost first: the frames above stasis's MPI wrapper, as
+ * libunwind found them on the main thread. stasis-inspect --where
+ * symbolises them (file and line from the objects' debug information). */
+#define STASIS_WHERE_MAGIC "STASISWH"
+#define STASIS_WHERE_FRAMES 64
+
+struct where_frame {
+	uint64_t ip;            /* return address into the frame's function */
+	uint64_t object_bias;   /* load bias of the object holding ip */
+	uint64_t symbol_offset; /* ip - start of `function` */
+	char function[128];     /* symbol name, "" when there is none */
+	char object[256];       /* path of the executable or library, "" unknown */
+};
+
+struct where_record {
+	char magic[8]; /* STASIS_WHERE_MAGIC */
+	uint32_t nframes;    /* <= STASIS_WHERE_FRAMES */
+	uint32_t frame_size; /* sizeof(struct where_frame) */
+	struct where_frame frame[];
 };
 
 /* Commit record <dir>/ckpt-<id>.r<rank>.done : written after every rank has

@@ -3,10 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <ucontext.h>
 
 #include "arena.h"
 #include "checkpoint.h"
+#include "flush.h"
+#include "interval_auto.h"
 #include "image.h"
 #include "log.h"
 #include "redset.h"
@@ -303,30 +306,66 @@ static int replay_mpi(struct session *s, uint64_t id)
 	return ret;
 }
 
+static double monotonic(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Candidates come from both levels, newest first: a checkpoint committed on
+ * the node-local level is loaded from there (rebuilding lost files through
+ * the redundancy sets if need be); one the node-local level cannot give
+ * back is fetched from the flush level when it is complete there. */
 int restore_latest(struct session *s)
 {
 	char why[8192] = "", newest_why[8192] = "";
-	uint64_t cand, why_at = 0;
+	uint64_t cand, flushed, id = 0, why_at = 0;
+	double t0 = monotonic();
+	bool heavy = false, local;
 	int v, worst;
 
 	cand = allreduce_max(s, newest_committed_below(s, UINT64_MAX));
-	if (!cand) {
+	flushed = flush_complete_below(s, UINT64_MAX);
+	if (!cand && !flushed) {
 		if (s->rank == 0)
-			pr_err("no complete checkpoint of '%s' in %s (STASIS_DIR) to restart from",
-			       s->job, s->cfg.dir);
+			pr_err("no complete checkpoint of '%s' in %s (STASIS_DIR)%s%s to restart from",
+			       s->job, s->cfg.dir, s->cfg.flush_dir[0] ? " nor in " : "",
+			       s->cfg.flush_dir[0] ? s->cfg.flush_dir : "");
 		return -ENOENT;
 	}
-	for (; cand; cand = allreduce_max(s, newest_committed_below(s, cand))) {
+	while (cand || flushed) {
+		id = cand > flushed ? cand : flushed;
+		local = cand == id;
 		why[0] = 0;
-		v = load(s, cand, why, sizeof(why));
-		PMPI_Allreduce(&v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
-		if (worst == UNUSABLE && s->redset) {
+		v = worst = UNUSABLE;
+		if (local) {
+			v = load(s, id, why, sizeof(why));
+			PMPI_Allreduce(&v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
+		}
+		if (local && worst == UNUSABLE && s->redset) {
 			unload();
 			/* From here why is the rebuild's: a rank whose own set was
 			 * whole has none, and must not pass on a stale one. */
 			why[0] = 0;
-			if (rebuild_chain(s, cand, why, sizeof(why)) == 0) {
-				v = load(s, cand, why, sizeof(why));
+			if (rebuild_chain(s, id, why, sizeof(why)) == 0) {
+				heavy = true;
+				v = load(s, id, why, sizeof(why));
+				PMPI_Allreduce(&v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
+			} else {
+				v = UNUSABLE;
+			}
+		}
+		if (worst == UNUSABLE && flushed == id) {
+			unload();
+			if (local && v == UNUSABLE && why[0])
+				pr_warn("checkpoint %llu cannot be used from %s: %s",
+					(unsigned long long)id, s->store.dir, why);
+			why[0] = 0;
+			if (flush_fetch(s, id, why, sizeof(why)) == 0) {
+				heavy = true;
+				v = load(s, id, why, sizeof(why));
 				PMPI_Allreduce(&v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
 			} else {
 				v = UNUSABLE;
@@ -339,17 +378,21 @@ int restore_latest(struct session *s)
 		 * checkpoint failed elsewhere) neither warn nor report. */
 		if (!newest_why[0] && v != USABLE && why[0]) {
 			snprintf(newest_why, sizeof(newest_why), "checkpoint %llu: %s",
-				 (unsigned long long)cand, why);
-			why_at = cand;
+				 (unsigned long long)id, why);
+			why_at = id;
 		}
 		if (worst == FATAL) {
 			session_report(s, v == FATAL, why);
 			return -EINVAL;
 		}
 		if (v == UNUSABLE && why[0])
-			pr_warn("checkpoint %llu cannot be used: %s", (unsigned long long)cand, why);
+			pr_warn("checkpoint %llu cannot be used: %s", (unsigned long long)id, why);
+		if (local)
+			cand = allreduce_max(s, newest_committed_below(s, id));
+		if (flushed == id)
+			flushed = flush_complete_below(s, id);
 	}
-	if (!cand) {
+	if (!cand && !flushed) {
 		char line[8400];
 		uint64_t at = allreduce_max(s, why_at);
 
@@ -360,10 +403,11 @@ int restore_latest(struct session *s)
 		session_report(s, at ? newest_why[0] && why_at == at : s->rank == 0, line);
 		return -EBADMSG;
 	}
-
+	cand = id;
 	target_id = cand;
 	if (replay_mpi(s, cand))
 		return -EINVAL;
+	interval_auto_restarted(s, monotonic() - t0, heavy);
 	for (int c = 0; c < nchain; c++) {
 		for (size_t i = 0; i < image_header(chain[c].img)->nregions; i++) {
 			const struct region_record *r = &image_regions(chain[c].img)[i];

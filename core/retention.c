@@ -1,4 +1,5 @@
 #define LOG_PREFIX "retention: "
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,39 +25,49 @@ static int find(const uint64_t *ids, int n, uint64_t id)
 	return -1;
 }
 
-void retention_prune(struct session *s)
+int retention_prune_store(const struct store *st, uint64_t newest, uint64_t own_from, int keep_n)
 {
-	static uint64_t ids[MAX_IDS];
-	static bool keep[MAX_IDS];
-	int n = store_list(&s->store, ids, MAX_IDS);
+	/* Not static: the flush level's worker thread prunes too. */
+	uint64_t *ids = malloc(MAX_IDS * sizeof(*ids));
+	bool *keep = calloc(MAX_IDS, sizeof(*keep));
+	int n = ids && keep ? store_list(st, ids, MAX_IDS) : -ENOMEM;
 	int kept = 0;
 
-	if (n < 0) {
-		pr_warn("cannot list %s: %s", s->store.dir, strerror(-n));
-		return;
-	}
-	memset(keep, 0, n * sizeof(*keep));
-	/* Newest first: keep the first STASIS_KEEP complete checkpoints and
-	 * every image of their chains back to a full one. */
-	for (int i = n - 1; i >= 0 && kept < s->cfg.keep; i--) {
+	if (n < 0)
+		goto out;
+	/* Newest first: keep the first keep_n complete checkpoints and every
+	 * image of their chains back to a full one. */
+	for (int i = n - 1; i >= 0 && kept < keep_n; i--) {
 		struct commit_record rec;
 
-		if (ids[i] > s->last_id || store_read_commit(&s->store, ids[i], &rec, NULL, 0))
+		if (ids[i] > newest || store_read_commit(st, ids[i], &rec, NULL, 0))
 			continue;
 		kept++;
 		for (int j = i; j >= 0 && !keep[j];) {
 			keep[j] = true;
-			if (store_read_commit(&s->store, ids[j], &rec, NULL, 0) || !rec.parent_id)
+			if (store_read_commit(st, ids[j], &rec, NULL, 0) || !rec.parent_id)
 				break;
 			j = find(ids, n, rec.parent_id);
 		}
 	}
-	/* Anything newer than the last commit belongs to a checkpoint still
-	 * being written elsewhere: not ours to judge. */
+	/* Anything newer than the newest complete one belongs to a checkpoint
+	 * still being written elsewhere: not ours to judge. */
 	for (int i = 0; i < n; i++) {
-		if (keep[i] || ids[i] > s->last_id || ids[i] < s->own_from)
+		if (keep[i] || ids[i] > newest || ids[i] < own_from)
 			continue;
-		pr_debug("removing checkpoint %llu", (unsigned long long)ids[i]);
-		store_remove(&s->store, ids[i]);
+		pr_debug("removing checkpoint %llu from %s", (unsigned long long)ids[i], st->dir);
+		store_remove(st, ids[i]);
 	}
+out:
+	free(ids);
+	free(keep);
+	return n < 0 ? n : 0;
+}
+
+void retention_prune(struct session *s)
+{
+	int ret = retention_prune_store(&s->store, s->last_id, s->own_from, s->cfg.keep);
+
+	if (ret)
+		pr_warn("cannot list %s: %s", s->store.dir, strerror(-ret));
 }

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "coord.h"
+#include "interval_auto.h"
 #include "log.h"
 #include "safepoint.h"
 #include "session.h"
@@ -17,7 +18,6 @@ static struct session *sess;
 static volatile sig_atomic_t wanted; /* set by the timer or a request */
 static timer_t timer;
 static bool have_timer;
-static double last_cost; /* seconds, for STASIS_INTERVAL=auto */
 
 /* Only sets flags: the coordinator acts at the next MPI call. */
 static void on_signal(int sig)
@@ -27,18 +27,9 @@ static void on_signal(int sig)
 	coord_wanted();
 }
 
-/* Young's first-order optimum T = sqrt(2 C M) for STASIS_INTERVAL=auto, on
- * the measured cost C of the last checkpoint; 60 s before the first. */
 static double next_interval(void)
 {
-	double t;
-
-	if (!sess->cfg.interval_auto)
-		return sess->cfg.interval;
-	if (last_cost <= 0)
-		return 60;
-	t = sqrt(2 * last_cost * sess->cfg.mtbf);
-	return t < 1 ? 1 : t;
+	return sess->cfg.interval_auto ? interval_auto_period() : sess->cfg.interval;
 }
 
 /* One-shot, re-armed after each checkpoint, so that a slow checkpoint does
@@ -63,6 +54,7 @@ int safepoint_start(struct session *s, char *err, size_t errlen)
 	struct sigevent sev;
 
 	sess = s;
+	interval_auto_start(s);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sa.sa_flags = SA_RESTART;
@@ -95,7 +87,7 @@ bool safepoint_wanted(void)
 void safepoint_checkpoint_done(double cost)
 {
 	if (cost > 0)
-		last_cost = cost;
+		interval_auto_cost(cost);
 	wanted = 0;
 	arm_timer();
 }

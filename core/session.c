@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "dirty.h"
+#include "flush.h"
 #include "image.h"
 #include "log.h"
 #include "redset.h"
@@ -160,6 +161,8 @@ static uint64_t first_free_id(struct session *s)
 
 	if (store_list(&s->store, ids, 1) == 1)
 		newest = ids[0];
+	if (flush_newest_id() > newest)
+		newest = flush_newest_id();
 	PMPI_Allreduce(MPI_IN_PLACE, &newest, 1, MPI_UINT64_T, MPI_MAX, s->comm);
 	return newest + 1;
 }
@@ -213,6 +216,8 @@ void session_after_init(int required, int provided)
 				 sizeof(err));
 	if (!ret)
 		ret = store_lock(&s->store, err, sizeof(err));
+	if (!ret)
+		ret = flush_open(s, err, sizeof(err));
 	if (!ret && strcmp(s->cfg.scheme, "single")) {
 		rp = (struct redset_params){s->cfg.scheme, s->cfg.set_size, s->cfg.rs_k,
 					    s->cfg.replicas};
@@ -266,6 +271,7 @@ void session_finalize(void)
 	if (!initialized)
 		return;
 	safepoint_stop();
+	flush_stop();
 	session.enabled = false;
 	if (session.redset)
 		redset_free(session.redset);

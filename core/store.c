@@ -352,8 +352,7 @@ err:
 	return ret;
 }
 
-/* "ckpt-<id>.r<rank>.<anything>": true and *id when it is one of rank's. */
-static bool parse_name(const char *name, int rank, uint64_t *id)
+bool store_parse_name(const char *name, uint64_t *id, int *rank, const char **rest)
 {
 	unsigned long long v;
 	long r;
@@ -366,10 +365,21 @@ static bool parse_name(const char *name, int rank, uint64_t *id)
 	if (errno || strncmp(end, ".r", 2) || end[2] < '0' || end[2] > '9')
 		return false;
 	r = strtol(end + 2, &end, 10);
-	if (errno || *end != '.' || r != rank)
+	if (errno || r > INT_MAX || *end != '.')
 		return false;
 	*id = v;
+	*rank = (int)r;
+	*rest = end + 1;
 	return true;
+}
+
+/* One of rank's files (any suffix: a .tmp left over names its checkpoint). */
+static bool parse_name(const char *name, int rank, uint64_t *id)
+{
+	const char *rest;
+	int r;
+
+	return store_parse_name(name, id, &r, &rest) && r == rank;
 }
 
 static int cmp_u64(const void *a, const void *b)

@@ -39,6 +39,10 @@ void store_path(const struct store *st, uint64_t id, enum store_file what, char 
 /* File name only (no directory). */
 void store_name(int rank, uint64_t id, enum store_file what, char *buf, size_t len);
 
+/* "ckpt-<id>.r<rank>.<rest>": true with id, rank and *rest pointing after
+ * the dot ("img", "img.tmp", ...). */
+bool store_parse_name(const char *name, uint64_t *id, int *rank, const char **rest);
+
 /* Write the commit record (tmp + fsync + rename + fsync dir). */
 int store_commit(const struct store *st, const struct commit_record *rec, char *err,
 		 size_t errlen);

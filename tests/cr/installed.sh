@@ -23,6 +23,10 @@ prefixed_lib=${lib#"$stage"}
 	cr_fail "installed stasis-run --help does not name the installed library $prefixed_lib"
 grep -qF -- "$prefixed_lib" "$restart" || cr_fail "installed stasis-restart does not preload $prefixed_lib"
 cr_ok "installed: $run, $restart, $lib (default library $prefixed_lib)"
+inspect=$(find "$stage" -path '*/bin/stasis-inspect' -type f)
+[[ -x $inspect ]] || cr_fail "stasis-inspect is not installed"
+"$inspect" --help | grep -q '^usage: stasis-inspect' || cr_fail "the installed stasis-inspect does not run"
+cr_ok "installed: $inspect"
 # Without STASIS_LIB the staged script looks for the library at the
 # prefix, where it is not: it must say so, not run the job unprotected.
 if [[ ! -e $prefixed_lib ]]; then
