@@ -467,12 +467,44 @@ int mpi_req_cancel_receives(void)
 	return vh_walk(VH_REQUEST, cancel_one, NULL);
 }
 
+/* The checkpoint protected every page again (STASIS_DIRTY=mprotect): MPI
+ * may write the buffer of a receive posted again from another process
+ * (single-copy transfers), where a protected page is an EFAULT, not a
+ * fault stasis sees. Unprotected as the wrapper of a first post does. */
+static void prepare_buffer(struct vh_entry *e)
+{
+	struct req_info *ri = e->aux;
+
+	if (e->flags & VH_PERSISTENT) {
+		/* (call, buf, count, datatype, ...): mpi_req_replayed() */
+		struct rec_reader r;
+		void *buf, *type;
+		int count;
+
+		if (!e->rec)
+			return;
+		r = rr_open(e->rec->data, e->rec->len);
+		rr_int(&r);
+		buf = (void *)(uintptr_t)rr_u64(&r);
+		count = rr_int(&r);
+		type = rr_handle(&r, VH_TYPE);
+		if (!r.bad)
+			traffic_recv_buffer(buf, count, VH_REAL(VH_TYPE, MPI_Datatype, type));
+	} else if (e->flags & VH_FORTRAN) {
+		traffic_recv_buffer(ri->buf, ri->count,
+				    PMPI_Type_f2c(vh_real_f(VH_TYPE, ri->ftype)));
+	} else {
+		traffic_recv_buffer(ri->buf, ri->count, VH_REAL(VH_TYPE, MPI_Datatype, ri->type));
+	}
+}
+
 /* Post one cancelled receive again, through the bindings it came from. */
 static int post_again(struct vh_entry *e)
 {
 	struct req_info *ri = e->aux;
 	int ret;
 
+	prepare_buffer(e);
 	if (e->flags & VH_PERSISTENT) {
 		ret = PMPI_Start((MPI_Request *)&e->real);
 	} else if (e->flags & VH_FORTRAN) {
