@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "checkpoint.h"
+#include "fault.h"
 #include "image.h"
 #include "log.h"
 #include "redset.h"
@@ -77,7 +78,8 @@ static int write_image(struct session *s, uint64_t id, bool *incremental, uint64
 	struct image_header hdr;
 	char path[4200];
 	uintptr_t sp = (uintptr_t)captured.context.uc_mcontext.gregs[REG_RSP];
-	int n = regions_collect(regions, MAX_REGIONS, sp - 256), ret;
+	int n = fault_hit(FAULT_FAIL_COLLECT) ? -EIO : regions_collect(regions, MAX_REGIONS, sp - 256);
+	int ret;
 	void *mpi_state;
 	size_t mpi_len;
 
@@ -156,6 +158,7 @@ int checkpoint_take(struct session *s)
 		return CHECKPOINT_RESUMED;
 	}
 
+	fault_set_checkpoint(id);
 	/* Phase 1: every rank writes and syncs its image, then its set's
 	 * redundancy data: a checkpoint is complete only with both. */
 	ret = write_image(s, id, &incremental, &bytes, err, sizeof(err));

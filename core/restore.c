@@ -7,6 +7,7 @@
 
 #include "arena.h"
 #include "checkpoint.h"
+#include "fault.h"
 #include "image.h"
 #include "log.h"
 #include "redset.h"
@@ -81,6 +82,10 @@ static enum verdict load_image(struct session *s, uint64_t id, struct loaded *l,
 	const struct region_record *r;
 
 	store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));
+	if (fault_hit_at(FAULT_FAIL_RESTORE_OPEN, id)) {
+		snprintf(why, len, "%s: %s", path, strerror(errno));
+		return UNUSABLE;
+	}
 	if (image_open(path, &l->img, why, len))
 		return UNUSABLE;
 	h = image_header(l->img);
@@ -124,6 +129,10 @@ static enum verdict load_image(struct session *s, uint64_t id, struct loaded *l,
 			return UNUSABLE;
 		}
 		l->staged[i] = p;
+		if (i == h->nregions / 2 && fault_hit_at(FAULT_FAIL_RESTORE_READ, id)) {
+			snprintf(why, len, "%s: region %zu: %s", path, i, strerror(errno));
+			return UNUSABLE;
+		}
 		if (image_read_region(l->img, i, p, why, len))
 			return UNUSABLE;
 	}
@@ -239,6 +248,7 @@ static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
 		int have = 0, all_have, ok;
 		uint64_t parent = 0;
 
+		fault_set_checkpoint(id);
 		store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));
 		if (!image_open(path, &img, NULL, 0)) {
 			have = image_verify(img, NULL, 0) == 0;

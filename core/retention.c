@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault.h"
 #include "log.h"
 #include "retention.h"
 #include "session.h"
@@ -54,9 +55,16 @@ void retention_prune(struct session *s)
 	/* Anything newer than the last commit belongs to a checkpoint still
 	 * being written elsewhere: not ours to judge. */
 	for (int i = 0; i < n; i++) {
+		int ret;
+
 		if (keep[i] || ids[i] > s->last_id || ids[i] < s->own_from)
 			continue;
 		pr_debug("removing checkpoint %llu", (unsigned long long)ids[i]);
-		store_remove(&s->store, ids[i]);
+		ret = fault_hit_at(FAULT_FAIL_PRUNE, s->last_id) ? -EIO
+								: store_remove(&s->store, ids[i]);
+		if (ret)
+			pr_warn("cannot remove checkpoint %llu from %s: %s; the next commit tries "
+				"again",
+				(unsigned long long)ids[i], s->store.dir, strerror(-ret));
 	}
 }

@@ -19,6 +19,7 @@
 #include <isa-l/crc64.h>
 
 #define LOG_PREFIX "store: "
+#include "fault.h"
 #include "files.h"
 #include "log.h"
 #include "store.h"
@@ -244,7 +245,9 @@ int store_commit(const struct store *st, const struct commit_record *rec, char *
 	c.version = STASIS_FORMAT_VERSION;
 	c.crc = commit_crc(&c);
 
-	fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+	fd = fault_hit_at(FAULT_FAIL_COMMIT, rec->ckpt_id)
+		 ? -1
+		 : open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		ret = -errno;
 		goto err;
