@@ -57,16 +57,23 @@ static int open_mine(const char *dir, const char *const *names, int n, struct lf
 			ret = -ENOMEM;
 			goto out;
 		}
-		if (!*names[i] || strchr(names[i], '/')) {
+		if (!*names[i] || strchr(names[i], '/') || names[i][0] == '.') {
 			/* Rebuilt files go to dir/<name>: keep names plain. */
-			stasis_errf(err, errlen, "file name '%s' must be non-empty without '/'",
-				      names[i]);
+			stasis_errf(err, errlen,
+				    "file name '%s' must be non-empty, without '/', not starting "
+				    "with '.'",
+				    names[i]);
 			free(path);
 			ret = -EINVAL;
 			goto out;
 		}
-		lf->fd[i] = open(path, O_RDONLY | O_CLOEXEC);
-		if (lf->fd[i] < 0 || fstat(lf->fd[i], &st)) {
+		lf->fd[i] = files_open_private(path, O_RDONLY, err, errlen);
+		if (lf->fd[i] < 0) {
+			ret = lf->fd[i];
+			free(path);
+			goto out;
+		}
+		if (fstat(lf->fd[i], &st)) {
 			ret = -errno;
 			stasis_errf(err, errlen, "open %s: %s", path, strerror(errno));
 			free(path);
@@ -227,7 +234,7 @@ static bool verify_mine(const char *dir, const struct member_info *mi, struct lf
 	for (int i = 0; ok && i < mi->nfiles; i++) {
 		char *path = red_path_join(dir, mi->name[i], "");
 
-		lf->fd[i] = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+		lf->fd[i] = path ? files_open_private(path, O_RDONLY, NULL, 0) : -1;
 		ok = lf->fd[i] >= 0 && !fstat(lf->fd[i], &st) &&
 		     (uint64_t)st.st_size == mi->file[i]->size &&
 		     !red_file_crc(lf->fd[i], mi->file[i]->size, buf, &crc) &&

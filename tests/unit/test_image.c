@@ -396,7 +396,7 @@ static void bad_files(const char *dir)
 	copy_file(good, bad);
 	edit_header(bad, set_uid);
 	rc = open_err(bad, err, sizeof(err));
-	CHECK_ERR(rc, -EBADMSG, err, "%s: owned by uid %u, not by you", bad, getuid() + 12345);
+	CHECK_ERR(rc, -EBADMSG, err, "%s: written by uid %u, not by you", bad, getuid() + 12345);
 
 	copy_file(good, bad);
 	edit_header(bad, set_header_size);
