@@ -263,14 +263,8 @@ static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
 			if (!ok)
 				return -EUCLEAN;
 			if (!have && !image_open(path, &img, NULL, 0)) {
-				const struct image_header *h = image_header(img);
-				struct commit_record rec = {.ckpt_id = id, .parent_id = h->parent_id,
-							    .nranks = h->nranks};
-
-				parent = h->parent_id;
+				parent = image_header(img)->parent_id;
 				image_close(img);
-				/* Rebuilt files are as complete as the originals were. */
-				store_commit(&s->store, &rec, NULL, 0);
 			}
 			if (s->rank == 0)
 				pr_warn("checkpoint %llu: rebuilt lost or damaged images from the "
@@ -311,6 +305,23 @@ static int replay_mpi(struct session *s, uint64_t id)
 		 why[0] ? why : "the image holds no MPI state");
 	session_report(s, why[0] || s->rank == 0, line);
 	return ret;
+}
+
+/* The chosen checkpoint is complete (some rank holds its record) and every
+ * image of its chain verified on every rank: a rank without a record of
+ * one of them (rebuilt, or killed before it wrote one) writes it now, so
+ * that its retention keeps the chain like any other. */
+static void complete_records(struct session *s)
+{
+	for (int c = 0; c < nchain; c++) {
+		const struct image_header *h = image_header(chain[c].img);
+		struct commit_record rec = {.ckpt_id = h->ckpt_id, .parent_id = h->parent_id,
+					    .nranks = h->nranks};
+		struct commit_record have;
+
+		if (store_read_commit(&s->store, h->ckpt_id, &have, NULL, 0))
+			store_commit(&s->store, &rec, NULL, 0);
+	}
 }
 
 int restore_latest(struct session *s)
@@ -372,6 +383,7 @@ int restore_latest(struct session *s)
 	}
 
 	target_id = cand;
+	complete_records(s);
 	if (replay_mpi(s, cand))
 		return -EINVAL;
 	for (int c = 0; c < nchain; c++) {

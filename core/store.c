@@ -518,18 +518,22 @@ static int unlink_ok(const char *path)
 
 /* The commit record goes first and its removal is synced before anything
  * else goes, so that no crash leaves a record naming a missing image. The
- * .tmp leftovers of an interrupted write go too: they name the checkpoint,
- * and store_list would otherwise report it forever. */
+ * .tmp and .rebuild leftovers of an interrupted write or rebuild go too:
+ * they name the checkpoint, and store_list would otherwise report it
+ * forever. */
 int store_remove(const struct store *st, uint64_t id)
 {
 	static const enum store_file order[] = {STORE_COMMIT, STORE_REDUNDANCY, STORE_IMAGE};
-	char path[FILE_PATH_MAX], tmp[FILE_PATH_MAX + 8];
+	char path[FILE_PATH_MAX], tmp[FILE_PATH_MAX + 16];
 	int ret;
 
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
 		store_path(st, id, order[i], path, sizeof(path));
 		snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 		ret = unlink_ok(path);
+		if (!ret)
+			ret = unlink_ok(tmp);
+		snprintf(tmp, sizeof(tmp), "%s.rebuild", path);
 		if (!ret)
 			ret = unlink_ok(tmp);
 		if (!ret && order[i] == STORE_COMMIT)
