@@ -81,8 +81,9 @@ static int open_mine(const char *dir, const char *const *names, int n, struct lf
 		}
 		lf->size[i] = st.st_size;
 		lf->total += st.st_size;
-		ret = fault_hit(FAULT_FAIL_ENCODE_READ) ? -EIO
-						       : red_file_crc(lf->fd[i], lf->size[i], buf, &crc[i]);
+		ret = fault_hit(FAULT_FAIL_ENCODE_READ)
+			  ? -EIO
+			  : red_file_crc(lf->fd[i], lf->size[i], buf, &crc[i]);
 		if (ret) {
 			stasis_errf(err, errlen, "read %s: %s", path, strerror(-ret));
 			free(path);
@@ -184,8 +185,9 @@ int redset_encode(struct redset *rs, const char *dir, const char *const *names, 
 	if (!ret)
 		ret = io.err;
 	if (!ret)
-		ret = fault_hit(FAULT_FAIL_ENCODE_FINISH) ? -EIO
-							  : red_finish(rs, &m, io.red_fd, io.sec, nsec);
+		ret = fault_hit(FAULT_FAIL_ENCODE_FINISH)
+			  ? -EIO
+			  : red_finish(rs, &m, io.red_fd, io.sec, nsec);
 	if (ret)
 		stasis_errf(err, errlen, "encoding %s (scheme %s) failed: %s", red, rs->ops->name,
 			      strerror(-ret));
@@ -301,9 +303,10 @@ static int open_rebuilt(const char *dir, const struct member_info *mi, struct lf
 
 		if (!path)
 			return -ENOMEM;
-		lf->fd[i] = fault_hit(FAULT_FAIL_REBUILD_CREATE)
-				? -1
-				: open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		lf->fd[i] =
+		    fault_hit(FAULT_FAIL_REBUILD_CREATE)
+			? -1
+			: open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (lf->fd[i] < 0 || ftruncate(lf->fd[i], (off_t)mi->file[i]->size)) {
 			ret = -errno;
 			stasis_errf(err, errlen, "create %s: %s", path, strerror(errno));

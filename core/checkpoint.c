@@ -107,7 +107,8 @@ static int nout;
 static int prepare_image(struct session *s, bool *incremental, char *err, size_t errlen)
 {
 	uintptr_t sp = (uintptr_t)captured.context.uc_mcontext.gregs[REG_RSP];
-	int n = fault_hit(FAULT_FAIL_COLLECT) ? -EIO : regions_collect(regions, MAX_REGIONS, sp - 256);
+	int n =
+	    fault_hit(FAULT_FAIL_COLLECT) ? -EIO : regions_collect(regions, MAX_REGIONS, sp - 256);
 	bool mine = false;
 	void *mpi_state;
 	size_t mpi_len;
@@ -124,8 +125,8 @@ static int prepare_image(struct session *s, bool *incremental, char *err, size_t
 			n = ret;
 		} else {
 			mine = tracking_prepare(s, regions, n, out) && s->last_id;
-			out[n++] = (struct image_region){(uintptr_t)mpi_state, mpi_len, REGION_MPI,
-							 NULL};
+			out[n++] =
+			    (struct image_region){(uintptr_t)mpi_state, mpi_len, REGION_MPI, NULL};
 			for (int i = 0; i < n; i++)
 				whole[i] = (struct image_region){out[i].addr, out[i].length,
 								 out[i].kind, NULL};
@@ -140,8 +141,8 @@ static int prepare_image(struct session *s, bool *incremental, char *err, size_t
 
 /* Write this rank's image of checkpoint id from what prepare_image
  * collected: incremental on top of the last committed one, or whole. */
-static int write_image(struct session *s, uint64_t id, bool incremental, uint64_t *bytes,
-		       char *err, size_t errlen)
+static int write_image(struct session *s, uint64_t id, bool incremental, uint64_t *bytes, char *err,
+		       size_t errlen)
 {
 	struct image_region *r = incremental ? out : whole;
 	struct image_header hdr;
@@ -194,8 +195,8 @@ static int agree_ok(struct session *s, int ret)
  * Collective; *all_ok says whether it worked everywhere. A rank's own
  * error is printed here unless it is a full disk, which rank 0 reports
  * once for all (report_no_space). */
-static int write_files(struct session *s, uint64_t id, int prep, bool incremental,
-		       uint64_t *bytes, int *all_ok, char *err, size_t errlen)
+static int write_files(struct session *s, uint64_t id, int prep, bool incremental, uint64_t *bytes,
+		       int *all_ok, char *err, size_t errlen)
 {
 	int ret = prep ? prep : write_image(s, id, incremental, bytes, err, errlen);
 
@@ -223,8 +224,7 @@ static void format_age(double sec, char *buf, size_t len)
  * made or not. Collective: the lowest rank that ran out of space tells
  * rank 0 why, and rank 0 says once (until a checkpoint is complete again)
  * how old the newest complete checkpoint is. */
-static void report_no_space(struct session *s, uint64_t id, bool mine, const char *err,
-			    bool freed)
+static void report_no_space(struct session *s, uint64_t id, bool mine, const char *err, bool freed)
 {
 	struct {
 		int v, r;
@@ -238,10 +238,11 @@ static void report_no_space(struct session *s, uint64_t id, bool mine, const cha
 		return;
 	space_warned = true;
 	if (!s->last_id) {
-		pr_warn("checkpoint %llu could not be written, the disk is full (rank %d: %s); no "
-			"checkpoint is complete yet; the run goes on and stasis tries again at every "
-			"interval",
-			(unsigned long long)id, out.r, why);
+		pr_warn(
+		    "checkpoint %llu could not be written, the disk is full (rank %d: %s); no "
+		    "checkpoint is complete yet; the run goes on and stasis tries again at every "
+		    "interval",
+		    (unsigned long long)id, out.r, why);
 		return;
 	}
 	format_age((realtime_ns() - last_commit_ns) / 1e9, age, sizeof(age));
@@ -307,9 +308,8 @@ static int write_and_commit(struct session *s, uint64_t id, double t0)
 
 	fault_set_checkpoint(id);
 	prep = prepare_image(s, &can_incremental, err, sizeof(err));
-	incremental = can_incremental &&
-		      !space_prefer_full(s, space_image_bytes(whole, nout, true),
-					 space_image_bytes(out, nout, false));
+	incremental = can_incremental && !space_prefer_full(s, space_image_bytes(whole, nout, true),
+							    space_image_bytes(out, nout, false));
 	/* A full disk: make room the safe way, then try again; a full image
 	 * that does not fit may still fit as the incremental one it replaced. */
 	for (;;) {

@@ -1,6 +1,6 @@
-/* Checkpoint image files: the writer (liburing, O_DIRECT when possible) and
- * the fault points; the verifying reader is image_read.c. The layout is
- * format.h's; see image.h for the contract.
+/* Checkpoint image files: the writer (liburing, O_DIRECT when possible),
+ * with its fault points (fault.h); the verifying reader is image_read.c.
+ * The layout is format.h's; see image.h for the contract.
  *
  * The writer streams region data straight from live memory: every region is
  * page aligned and a page multiple, so its pages are valid O_DIRECT buffers
@@ -369,7 +369,8 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 	if (fault_hit_at(FAULT_BUFFERED_WRITE, hdr->ckpt_id))
 		errno = EINVAL;
 	else
-		w.fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT, 0600);
+		w.fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT,
+			    0600);
 	w.direct = w.fd >= 0;
 	if (w.fd < 0 && errno == EINVAL)
 		w.fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);

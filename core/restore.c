@@ -315,8 +315,8 @@ static void complete_records(struct session *s)
 {
 	for (int c = 0; c < nchain; c++) {
 		const struct image_header *h = image_header(chain[c].img);
-		struct commit_record rec = {.ckpt_id = h->ckpt_id, .parent_id = h->parent_id,
-					    .nranks = h->nranks};
+		struct commit_record rec = {
+		    .ckpt_id = h->ckpt_id, .parent_id = h->parent_id, .nranks = h->nranks};
 		struct commit_record have;
 
 		if (store_read_commit(&s->store, h->ckpt_id, &have, NULL, 0))

@@ -89,7 +89,7 @@ static uint64_t remove_unkept(struct session *s, const uint64_t *ids, int n, con
 			continue;
 		pr_debug("removing checkpoint %llu", (unsigned long long)ids[i]);
 		ret = fault_hit_at(FAULT_FAIL_PRUNE, s->last_id) ? -EIO
-								: store_remove(&s->store, ids[i]);
+								 : store_remove(&s->store, ids[i]);
 		if (ret)
 			pr_warn("cannot remove checkpoint %llu from %s: %s; the next commit tries "
 				"again",

@@ -36,8 +36,9 @@ static void group_by_filesystem(struct session *s)
 
 uint64_t space_image_bytes(const struct image_region *r, int n, bool full)
 {
-	uint64_t bytes = STASIS_PAGE + ((uint64_t)n * sizeof(struct region_record) + STASIS_PAGE -
-					1) / STASIS_PAGE * STASIS_PAGE;
+	uint64_t bytes =
+	    STASIS_PAGE + ((uint64_t)n * sizeof(struct region_record) + STASIS_PAGE - 1) /
+			      STASIS_PAGE * STASIS_PAGE;
 
 	for (int i = 0; i < n; i++) {
 		uint64_t pages = 0, words = (r[i].length / STASIS_PAGE + 63) / 64;

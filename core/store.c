@@ -149,8 +149,9 @@ static int check_base(const char *base, char *err, size_t errlen)
 		return -ENOTDIR;
 	}
 	if (sb.st_uid != geteuid() && sb.st_uid != 0) {
-		stasis_errf(err, errlen, "STASIS_DIR: %s is owned by uid %u, not by you (uid %u): refused",
-			    path, (unsigned)sb.st_uid, (unsigned)geteuid());
+		stasis_errf(err, errlen,
+			    "STASIS_DIR: %s is owned by uid %u, not by you (uid %u): refused", path,
+			    (unsigned)sb.st_uid, (unsigned)geteuid());
 		return -EACCES;
 	}
 	if ((sb.st_mode & 022) && !(sb.st_mode & S_ISVTX)) {
@@ -178,7 +179,8 @@ static int check_job_dir(const char *dir, char *err, size_t errlen)
 			stasis_errf(err, errlen, "STASIS_DIR: job directory %s: missing", dir);
 		else if (ret == -ELOOP)
 			stasis_errf(err, errlen,
-				    "STASIS_DIR: job directory %s is a symbolic link: refused", dir);
+				    "STASIS_DIR: job directory %s is a symbolic link: refused",
+				    dir);
 		else if (ret == -ENOTDIR)
 			stasis_errf(err, errlen, "STASIS_DIR: job directory %s is not a directory",
 				    dir);

@@ -14,7 +14,8 @@ static struct store st;
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	const char *seeds = getenv("STASIS_FUZZ_SEEDS");
-	struct commit_record rec = {.ckpt_id = 7, .parent_id = 6, .nranks = 4, .image_bytes = 1 << 20};
+	struct commit_record rec = {
+	    .ckpt_id = 7, .parent_id = 6, .nranks = 4, .image_bytes = 1 << 20};
 	char path[4200];
 
 	(void)argc;

@@ -121,7 +121,8 @@ static void fix(uint8_t flags, uint8_t *f, size_t len, int nsec)
 	mb = h.meta_bytes;
 	rb = h.records_bytes;
 	if (mo <= len && mb <= len - mo) {
-		if ((flags & 1) && rb <= mb && (uint64_t)nsec * sizeof(struct red_section) <= mb - rb) {
+		if ((flags & 1) && rb <= mb &&
+		    (uint64_t)nsec * sizeof(struct red_section) <= mb - rb) {
 			for (int i = 0; i < nsec; i++) {
 				struct red_section s;
 				uint8_t *at = f + mo + rb + i * sizeof(s);

@@ -472,17 +472,25 @@ static void edge_cases(const char *dir)
 	/* Fault points: matching id (and rank) only, lists; garbage refused
 	 * with one line naming STASIS_FAULT, the value and the points, and
 	 * the faults installed before it kept. */
-	CHECK(fault_configure("stall-write:12,fail-write:7,fail-commit:3@2", err, sizeof(err)) == 0);
+	CHECK(fault_configure("stall-write:12,fail-write:7,fail-commit:3@2", err, sizeof(err)) ==
+	      0);
 	CHECK(fault_hit_at(FAULT_FAIL_WRITE, 7) && fault_hit_at(FAULT_STALL_WRITE, 12));
 	CHECK(!fault_hit_at(FAULT_FAIL_WRITE, 12) && !fault_hit_at(FAULT_STALL_WRITE, 1));
 	CHECK(!fault_hit_at(FAULT_FAIL_COMMIT, 3)); /* rank -1 here, not 2 */
 	fault_set_checkpoint(7);
 	CHECK(fault_hit(FAULT_FAIL_WRITE) && errno == EIO && !fault_hit(FAULT_STALL_WRITE));
 	{
-		static const char *const bad[] = {"bogus", "stall-write:", "fail-write:x",
-						  "fail-write:7x", "fail-write:0", ":3",
-						  "fail-write:3,", "fail-write:3@", "fail-write:3@x",
-						  "fail-write:99999999999999999999", NULL};
+		static const char *const bad[] = {"bogus",
+						  "stall-write:",
+						  "fail-write:x",
+						  "fail-write:7x",
+						  "fail-write:0",
+						  ":3",
+						  "fail-write:3,",
+						  "fail-write:3@",
+						  "fail-write:3@x",
+						  "fail-write:99999999999999999999",
+						  NULL};
 
 		for (int i = 0; bad[i]; i++) {
 			err[0] = 0;
