@@ -37,25 +37,26 @@ seed=${CR_SEED:-$((RANDOM * 32768 + RANDOM))}
 RANDOM=$seed
 cr_say "mode $mode, $trials trials, seed $seed (rerun with CR_SEED=$seed)"
 
-# Checkpoints near the end: a whole run with one every 0.1 s, keeping 5,
-# less its two newest. What is left after the newest kept one is two or
-# three intervals of work, so a trial's restarts are short and still reach
-# a checkpoint of their own (every 0.05 s). The job must take at least 5
-# checkpoints: on a quick machine its iterations double until it does
-# (sized by counting them, not by a guess of its speed).
+# Checkpoints near the end: a whole run with one every 0.1 s, keeping 7,
+# less its four newest. What is left after the newest kept one is four or
+# five intervals of work (fewer CPU seconds on a loaded machine), so a
+# trial's restarts are short and still reach a checkpoint of their own
+# (every 0.05 s). The job must take at least 7 checkpoints: on a quick
+# machine its iterations double until it does (sized by counting them, not
+# by a guess of its speed).
 for ((try = 1; ; try++)); do
 	cr_reference 0
-	STASIS_INTERVAL=0.1 STASIS_KEEP=5 cr_run_wait prep
+	STASIS_INTERVAL=0.1 STASIS_KEEP=7 cr_run_wait prep
 	cr_expect_status prep 0
 	cr_expect_same prep
-	(($(cr_commits prep) >= 5)) && break
+	(($(cr_commits prep) >= 7)) && break
 	((try < 6)) || cr_fail "the job took $(cr_commits prep) checkpoints after $try tries"
 	at=$(cr_iters_index)
 	CR_ARGS[at]=$((CR_ARGS[at] * 2))
-	cr_say "$(cr_commits prep) checkpoints, 5 needed: iterations -> ${CR_ARGS[at]}"
+	cr_say "$(cr_commits prep) checkpoints, 7 needed: iterations -> ${CR_ARGS[at]}"
 	rm -rf "${root:?}"/*
 done
-for drop in 1 2; do
+for drop in 1 2 3 4; do
 	id=$(STASIS_DIR=$root cr_newest_complete)
 	find "$root" -name "ckpt-$id.*" -delete
 done
