@@ -205,10 +205,10 @@ int red_meta_parse(struct set_meta *m, int p)
 		const char *name;
 		uint64_t total = 0;
 
-		if ((size_t)(end - b) < sizeof(*rec) || rec->bytes > (size_t)(end - b) ||
-		    rec->bytes % 8 || rec->index != (uint32_t)x ||
-		    (uint64_t)rec->nfiles * sizeof(struct red_file) >
-			    rec->bytes - sizeof(*rec))
+		/* Sizes compared as lengths, never as pointers past the end. */
+		if ((size_t)(end - b) < sizeof(*rec) || rec->bytes < sizeof(*rec) ||
+		    rec->bytes > (size_t)(end - b) || rec->bytes % 8 || rec->index != (uint32_t)x ||
+		    (uint64_t)rec->nfiles * sizeof(struct red_file) > rec->bytes - sizeof(*rec))
 			return -EBADMSG;
 		mi->index = x;
 		mi->world_rank = rec->world_rank;
@@ -222,9 +222,12 @@ int red_meta_parse(struct set_meta *m, int p)
 		for (int i = 0; i < mi->nfiles; i++) {
 			const struct red_file *f = (const struct red_file *)(rec + 1) + i;
 
-			if (f->name_len < 2 || name + f->name_len > (const char *)b + rec->bytes ||
+			/* A plain name in the directory: no '/', and no '.', '..'
+			 * or hidden file either. */
+			if (f->name_len < 2 ||
+			    f->name_len > (size_t)((const char *)b + rec->bytes - name) ||
 			    name[f->name_len - 1] || strlen(name) + 1 != f->name_len ||
-			    strchr(name, '/'))
+			    strchr(name, '/') || name[0] == '.')
 				return -EBADMSG;
 			mi->file[i] = f;
 			mi->name[i] = name;
@@ -284,7 +287,7 @@ uint64_t red_layout(const struct redset *rs, const struct set_meta *m, int x,
 
 int red_create(const char *path, int *fd, uint64_t size)
 {
-	*fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	*fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (*fd < 0)
 		return -errno;
 	if (ftruncate(*fd, (off_t)size))
@@ -345,7 +348,7 @@ int red_load(const struct redset *rs, const char *path, struct set_meta *m,
 	unsigned char *page = malloc(RED_HEADER_BYTES), *buf = malloc(RED_IO_PIECE), *meta = NULL;
 	struct red_header *h = (void *)page;
 	struct red_section *sec = NULL;
-	int fd = open(path, O_RDWR | O_CLOEXEC), ret = 0, nsec = rs->ops->nsections(rs);
+	int fd = files_open_private(path, O_RDWR, NULL, 0), ret = 0, nsec = rs->ops->nsections(rs);
 	uint64_t crc, want;
 	struct stat st;
 
@@ -354,7 +357,11 @@ int red_load(const struct redset *rs, const char *path, struct set_meta *m,
 		ret = -ENOMEM;
 		goto err;
 	}
-	if (fd < 0 || fstat(fd, &st)) {
+	if (fd < 0) {
+		ret = fd;
+		goto err;
+	}
+	if (fstat(fd, &st)) {
 		ret = -errno;
 		goto err;
 	}
@@ -368,8 +375,10 @@ int red_load(const struct redset *rs, const char *path, struct set_meta *m,
 	    h->scheme != rs->ops->id || h->set_size != (uint32_t)rs->p ||
 	    h->set_index != (uint32_t)rs->me || h->param != (uint32_t)rs->param ||
 	    h->nsections != (uint32_t)nsec || h->meta_bytes > META_MAX ||
-	    h->records_bytes + nsec * sizeof(*sec) != h->meta_bytes ||
-	    h->meta_offset + h->meta_bytes > (uint64_t)st.st_size) {
+	    h->meta_bytes < nsec * sizeof(*sec) ||
+	    h->records_bytes != h->meta_bytes - nsec * sizeof(*sec) ||
+	    h->meta_offset > (uint64_t)st.st_size ||
+	    h->meta_bytes > (uint64_t)st.st_size - h->meta_offset) {
 		ret = -EBADMSG;
 		goto err;
 	}
@@ -401,7 +410,8 @@ int red_load(const struct redset *rs, const char *path, struct set_meta *m,
 	memcpy(sec, (unsigned char *)m->blob + m->blob_len, nsec * sizeof(*sec));
 	for (int i = 0; i < nsec; i++) {
 		if (sec[i].size != rs->ops->section_size(rs, m, rs->me, i) ||
-		    sec[i].offset + sec[i].size > (uint64_t)st.st_size) {
+		    sec[i].offset > (uint64_t)st.st_size ||
+		    sec[i].size > (uint64_t)st.st_size - sec[i].offset) {
 			ret = -EBADMSG;
 			goto err;
 		}

@@ -16,6 +16,7 @@
 #include <isa-l.h>
 
 #define LOG_PREFIX "redset: "
+#include "fault.h"
 #include "log.h"
 #include "redset_int.h"
 
@@ -56,16 +57,23 @@ static int open_mine(const char *dir, const char *const *names, int n, struct lf
 			ret = -ENOMEM;
 			goto out;
 		}
-		if (!*names[i] || strchr(names[i], '/')) {
+		if (!*names[i] || strchr(names[i], '/') || names[i][0] == '.') {
 			/* Rebuilt files go to dir/<name>: keep names plain. */
-			stasis_errf(err, errlen, "file name '%s' must be non-empty without '/'",
-				      names[i]);
+			stasis_errf(err, errlen,
+				    "file name '%s' must be non-empty, without '/', not starting "
+				    "with '.'",
+				    names[i]);
 			free(path);
 			ret = -EINVAL;
 			goto out;
 		}
-		lf->fd[i] = open(path, O_RDONLY | O_CLOEXEC);
-		if (lf->fd[i] < 0 || fstat(lf->fd[i], &st)) {
+		lf->fd[i] = files_open_private(path, O_RDONLY, err, errlen);
+		if (lf->fd[i] < 0) {
+			ret = lf->fd[i];
+			free(path);
+			goto out;
+		}
+		if (fstat(lf->fd[i], &st)) {
 			ret = -errno;
 			stasis_errf(err, errlen, "open %s: %s", path, strerror(errno));
 			free(path);
@@ -73,7 +81,9 @@ static int open_mine(const char *dir, const char *const *names, int n, struct lf
 		}
 		lf->size[i] = st.st_size;
 		lf->total += st.st_size;
-		ret = red_file_crc(lf->fd[i], lf->size[i], buf, &crc[i]);
+		ret = fault_hit(FAULT_FAIL_ENCODE_READ)
+			  ? -EIO
+			  : red_file_crc(lf->fd[i], lf->size[i], buf, &crc[i]);
 		if (ret) {
 			stasis_errf(err, errlen, "read %s: %s", path, strerror(-ret));
 			free(path);
@@ -155,7 +165,9 @@ int redset_encode(struct redset *rs, const char *dir, const char *const *names, 
 		stasis_errf(err, errlen, "exchanging the set's records failed: %s",
 			      strerror(-ret));
 	else {
-		ret = red_create(tmp, &io.red_fd, red_layout(rs, &m, rs->me, io.sec, nsec));
+		ret = fault_hit(FAULT_FAIL_ENCODE_CREATE)
+			  ? -EIO
+			  : red_create(tmp, &io.red_fd, red_layout(rs, &m, rs->me, io.sec, nsec));
 		if (ret)
 			stasis_errf(err, errlen, "create %s: %s", tmp, strerror(-ret));
 	}
@@ -166,18 +178,23 @@ int redset_encode(struct redset *rs, const char *dir, const char *const *names, 
 	io.meta = &m;
 	for (int x = 0; x < rs->p; x++)
 		red_lost[x] = true;
+	/* As a local I/O error in the exchange: the collective still runs. */
+	if (fault_hit(FAULT_FAIL_ENCODE_RUN))
+		io.err = -EIO;
 	ret = rs->ops->run(rs, &io, data_lost, red_lost);
 	if (!ret)
 		ret = io.err;
 	if (!ret)
-		ret = red_finish(rs, &m, io.red_fd, io.sec, nsec);
+		ret = fault_hit(FAULT_FAIL_ENCODE_FINISH)
+			  ? -EIO
+			  : red_finish(rs, &m, io.red_fd, io.sec, nsec);
 	if (ret)
 		stasis_errf(err, errlen, "encoding %s (scheme %s) failed: %s", red, rs->ops->name,
 			      strerror(-ret));
 	/* Rename only once every member has a complete file, so that a set
 	 * never mixes new and old redundancy files after a failed encode. */
 	ret = agree(rs, ret, err, errlen, "encoding");
-	if (!ret && rename(tmp, red)) {
+	if (!ret && (fault_hit(FAULT_FAIL_ENCODE_INSTALL) || rename(tmp, red))) {
 		ret = -errno;
 		stasis_errf(err, errlen, "rename %s: %s", tmp, strerror(errno));
 	}
@@ -219,7 +236,7 @@ static bool verify_mine(const char *dir, const struct member_info *mi, struct lf
 	for (int i = 0; ok && i < mi->nfiles; i++) {
 		char *path = red_path_join(dir, mi->name[i], "");
 
-		lf->fd[i] = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+		lf->fd[i] = path ? files_open_private(path, O_RDONLY, NULL, 0) : -1;
 		ok = lf->fd[i] >= 0 && !fstat(lf->fd[i], &st) &&
 		     (uint64_t)st.st_size == mi->file[i]->size &&
 		     !red_file_crc(lf->fd[i], mi->file[i]->size, buf, &crc) &&
@@ -286,7 +303,10 @@ static int open_rebuilt(const char *dir, const struct member_info *mi, struct lf
 
 		if (!path)
 			return -ENOMEM;
-		lf->fd[i] = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		lf->fd[i] =
+		    fault_hit(FAULT_FAIL_REBUILD_CREATE)
+			? -1
+			: open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (lf->fd[i] < 0 || ftruncate(lf->fd[i], (off_t)mi->file[i]->size)) {
 			ret = -errno;
 			stasis_errf(err, errlen, "create %s: %s", path, strerror(errno));
@@ -296,6 +316,17 @@ static int open_rebuilt(const char *dir, const struct member_info *mi, struct lf
 		free(path);
 	}
 	return ret;
+}
+
+/* The corrupt-rebuild fault: damage a rebuilt file as a bad disk or a
+ * wrong decode would, before the check below. */
+static int flip_byte(int fd, uint64_t off)
+{
+	unsigned char b;
+	int ret = full_pread(fd, &b, 1, off);
+
+	b ^= 0xff;
+	return ret ? ret : full_pwrite(fd, &b, 1, off);
 }
 
 /* Syncs the rebuilt files, checks them against the recorded crc64 and
@@ -308,7 +339,9 @@ static int install_rebuilt(const char *dir, const struct member_info *mi, struct
 	int ret = buf ? 0 : -ENOMEM;
 
 	for (int i = 0; !ret && i < mi->nfiles; i++) {
-		if (fsync(lf->fd[i]))
+		if (lf->size[i] && fault_hit(FAULT_CORRUPT_REBUILD))
+			ret = flip_byte(lf->fd[i], lf->size[i] / 2);
+		if (!ret && fsync(lf->fd[i]))
 			ret = -errno;
 		if (!ret)
 			ret = red_file_crc(lf->fd[i], lf->size[i], buf, &crc);
@@ -324,7 +357,7 @@ static int install_rebuilt(const char *dir, const struct member_info *mi, struct
 
 		if (!from || !to)
 			ret = -ENOMEM;
-		else if (rename(from, to))
+		else if (fault_hit(FAULT_FAIL_REBUILD_INSTALL) || rename(from, to))
 			ret = -errno;
 		free(from);
 		free(to);
@@ -457,6 +490,8 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 	if (ret)
 		goto out;
 
+	if (fault_hit(FAULT_FAIL_REBUILD_RUN))
+		io.err = -EIO; /* as a local I/O error in the exchange */
 	ret = rs->ops->run(rs, &io, data_lost, red_lost);
 	if (!ret)
 		ret = io.err;

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "checkpoint.h"
+#include "fault.h"
 #include "flush.h"
 #include "image.h"
 #include "log.h"
@@ -14,6 +15,7 @@
 #include "retention.h"
 #include "safepoint.h"
 #include "session.h"
+#include "space.h"
 #include "state.h"
 #include "tracking.h"
 #include "where.h"
@@ -25,12 +27,39 @@
 static struct saved_state captured;
 static volatile int resuming;
 static volatile uint64_t resumed_id;
+/* The newest complete checkpoint's time (CLOCK_REALTIME ns), and whether a
+ * full disk was said: once until a checkpoint is complete again (space),
+ * once per run that older checkpoints went early to make room (room). */
+static uint64_t last_commit_ns;
+static bool space_warned, room_warned;
 
 static double now(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + t.tv_nsec;
+}
+
+/* When checkpoint id was taken: its image header says (now if unreadable). */
+static uint64_t created_ns(struct session *s, uint64_t id)
+{
+	char path[4200];
+	struct image *img;
+	uint64_t ns = realtime_ns();
+
+	store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));
+	if (!image_open(path, &img, NULL, 0)) {
+		ns = image_header(img)->created_ns;
+		image_close(img);
+	}
+	return ns;
 }
 
 static uint64_t read_canary(void)
@@ -50,7 +79,7 @@ void checkpoint_prepare_resume(uint64_t id)
  * image of the same memory in <dir>/shadow/, so that a test can check that
  * the chain restores exactly what a full checkpoint would have. */
 static void write_shadow(struct session *s, struct image_header *hdr,
-			 struct image_region *regions, int n)
+			 const struct image_region *whole_regions, int n)
 {
 	char path[4300], err[512];
 	struct image_header full = *hdr;
@@ -60,54 +89,76 @@ static void write_shadow(struct session *s, struct image_header *hdr,
 		return;
 	snprintf(path, sizeof(path), "%s/shadow/ckpt-%llu.r%d.img", s->store.dir,
 		 (unsigned long long)hdr->ckpt_id, s->rank);
-	for (int i = 0; i < n; i++)
-		regions[i].dirty = NULL;
 	full.kind = IMAGE_FULL;
 	full.parent_id = 0;
-	if (image_write(path, &full, regions, n, NULL, err, sizeof(err)))
+	if (image_write(path, &full, whole_regions, n, NULL, err, sizeof(err)))
 		pr_warn("shadow image: %s", err);
 }
 
-/* Write this rank's image of checkpoint id, incremental on top of the last
- * committed one when tracking allows. The stack is saved from just below
- * the captured stack pointer (the red zone included). */
-static int write_image(struct session *s, uint64_t id, bool *incremental, uint64_t *bytes,
-		       char *err, size_t errlen)
+/* The image being written: the regions collected (with the dirty bitmaps
+ * of an incremental image) and the same regions saved whole. Runtime
+ * globals, as `captured`: a retry after making room reuses them. */
+static struct region regions[MAX_REGIONS];
+static struct image_region out[MAX_REGIONS + 2], whole[MAX_REGIONS + 2]; /* + MPI, + where */
+static int nout;
+
+/* Collect the application's memory and agree whether an incremental image
+ * is possible on every rank. Collective even for a rank that fails here
+ * (it votes "full" and returns its error). The stack is saved from just
+ * below the captured stack pointer (the red zone included). */
+static int prepare_image(struct session *s, bool *incremental, char *err, size_t errlen)
 {
-	static struct region regions[MAX_REGIONS];
-	static struct image_region out[MAX_REGIONS + 2]; /* + MPI state, + where */
-	struct image_header hdr;
-	char path[4200];
 	uintptr_t sp = (uintptr_t)captured.context.uc_mcontext.gregs[REG_RSP];
-	int n = regions_collect(regions, MAX_REGIONS, sp - 256), ret;
+	int n =
+	    fault_hit(FAULT_FAIL_COLLECT) ? -EIO : regions_collect(regions, MAX_REGIONS, sp - 256);
+	bool mine = false;
 	void *mpi_state;
 	size_t mpi_len;
 
-	*incremental = false;
+	nout = 0;
 	if (n < 0) {
 		snprintf(err, errlen, "cannot list the application's memory: %s", strerror(-n));
-		return n;
+	} else {
+		/* The program's MPI objects: made again by a restart before its
+		 * memory is put back (mpi/state.h). */
+		int ret = mpi_state_save(&mpi_state, &mpi_len, err, errlen);
+
+		if (ret) {
+			n = ret;
+		} else {
+			mine = tracking_prepare(s, regions, n, out) && s->last_id;
+			out[n++] =
+			    (struct image_region){(uintptr_t)mpi_state, mpi_len, REGION_MPI, NULL};
+			/* Not memory: carried whole in every image, for
+			 * stasis-inspect. */
+			if (where_capture(&out[n]))
+				n++;
+			for (int i = 0; i < n; i++)
+				whole[i] = (struct image_region){out[i].addr, out[i].length,
+								 out[i].kind, NULL};
+			nout = n;
+		}
 	}
-	/* The program's MPI objects: made again by a restart before its
-	 * memory is put back (mpi/state.h). */
-	ret = mpi_state_save(&mpi_state, &mpi_len, err, errlen);
-	if (ret)
-		return ret;
-	*incremental = tracking_prepare(s, regions, n, out) && s->last_id;
 	/* All ranks write the same kind, so that every chain, and the
 	 * redundancy of every image in it, exists on every rank. */
-	PMPI_Allreduce(MPI_IN_PLACE, incremental, 1, MPI_C_BOOL, MPI_LAND, s->comm);
-	if (!*incremental)
-		for (int i = 0; i < n; i++)
-			out[i].dirty = NULL;
-	out[n++] = (struct image_region){(uintptr_t)mpi_state, mpi_len, REGION_MPI, NULL};
-	/* Not memory: carried whole in every image, for stasis-inspect. */
-	if (where_capture(&out[n]))
-		n++;
+	PMPI_Allreduce(&mine, incremental, 1, MPI_C_BOOL, MPI_LAND, s->comm);
+	return n < 0 ? n : 0;
+}
+
+/* Write this rank's image of checkpoint id from what prepare_image
+ * collected: incremental on top of the last committed one, or whole. */
+static int write_image(struct session *s, uint64_t id, bool incremental, uint64_t *bytes, char *err,
+		       size_t errlen)
+{
+	struct image_region *r = incremental ? out : whole;
+	struct image_header hdr;
+	char path[4200];
+	int ret;
+
 	memset(&hdr, 0, sizeof(hdr));
 	hdr.ckpt_id = id;
-	hdr.parent_id = *incremental ? s->last_id : 0;
-	hdr.kind = *incremental ? IMAGE_INCREMENTAL : IMAGE_FULL;
+	hdr.parent_id = incremental ? s->last_id : 0;
+	hdr.kind = incremental ? IMAGE_INCREMENTAL : IMAGE_FULL;
 	hdr.rank = s->rank;
 	hdr.nranks = s->size;
 	hdr.exe_hash = s->exe_hash;
@@ -115,9 +166,9 @@ static int write_image(struct session *s, uint64_t id, bool *incremental, uint64
 	hdr.state_size = sizeof(captured);
 	memcpy(hdr.state, &captured, sizeof(captured));
 	store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));
-	ret = image_write(path, &hdr, out, n, bytes, err, errlen);
-	if (!ret && *incremental && getenv("STASIS_SHADOW_FULL"))
-		write_shadow(s, &hdr, out, n);
+	ret = image_write(path, &hdr, r, nout, bytes, err, errlen);
+	if (!ret && incremental && getenv("STASIS_SHADOW_FULL"))
+		write_shadow(s, &hdr, whole, nout);
 	return ret;
 }
 
@@ -132,14 +183,101 @@ static int encode(struct session *s, uint64_t id, char *err, size_t errlen)
 	return redset_encode(s->redset, s->store.dir, names, 1, red, err, errlen);
 }
 
+static bool no_space(int ret)
+{
+	return ret == -ENOSPC || ret == -EDQUOT;
+}
+
+static int agree_ok(struct session *s, int ret)
+{
+	int ok = ret == 0, all_ok;
+
+	PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, s->comm);
+	return all_ok;
+}
+
+/* Phase 1 of checkpoint id: every rank writes and syncs its image, then
+ * its set's redundancy data: a checkpoint is complete only with both.
+ * Collective; *all_ok says whether it worked everywhere. A rank's own
+ * error is printed here unless it is a full disk, which rank 0 reports
+ * once for all (report_no_space). */
+static int write_files(struct session *s, uint64_t id, int prep, bool incremental, uint64_t *bytes,
+		       int *all_ok, char *err, size_t errlen)
+{
+	int ret = prep ? prep : write_image(s, id, incremental, bytes, err, errlen);
+
+	*all_ok = agree_ok(s, ret);
+	if (*all_ok && s->redset) {
+		ret = encode(s, id, err, errlen);
+		*all_ok = agree_ok(s, ret);
+	}
+	if (ret && !no_space(ret))
+		pr_err("checkpoint %llu: %s", (unsigned long long)id, err);
+	return ret;
+}
+
+static void format_age(double sec, char *buf, size_t len)
+{
+	if (sec < 120)
+		snprintf(buf, len, "%.0f s", sec);
+	else if (sec < 7200)
+		snprintf(buf, len, "%.1f min", sec / 60);
+	else
+		snprintf(buf, len, "%.1f h", sec / 3600);
+}
+
+/* Checkpoint id could not be written for lack of space anywhere, room
+ * made or not. Collective: the lowest rank that ran out of space tells
+ * rank 0 why, and rank 0 says once (until a checkpoint is complete again)
+ * how old the newest complete checkpoint is. */
+static void report_no_space(struct session *s, uint64_t id, bool mine, const char *err, bool freed)
+{
+	struct {
+		int v, r;
+	} in = {mine ? 0 : 1, s->rank}, out;
+	char why[512], age[32];
+
+	PMPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, s->comm);
+	snprintf(why, sizeof(why), "%s", err);
+	PMPI_Bcast(why, sizeof(why), MPI_CHAR, out.r, s->comm);
+	if (s->rank || space_warned)
+		return;
+	space_warned = true;
+	if (!s->last_id) {
+		pr_warn(
+		    "checkpoint %llu could not be written, the disk is full (rank %d: %s); no "
+		    "checkpoint is complete yet; the run goes on and stasis tries again at every "
+		    "interval",
+		    (unsigned long long)id, out.r, why);
+		return;
+	}
+	format_age((realtime_ns() - last_commit_ns) / 1e9, age, sizeof(age));
+	pr_warn("checkpoint %llu could not be written, the disk is full (rank %d: %s)%s; the "
+		"newest complete checkpoint, %llu, is %s old; the run goes on and stasis tries "
+		"again at every interval",
+		(unsigned long long)id, out.r, why,
+		freed ? "; removing the older checkpoints it does not need did not make room enough"
+		      : "; it needs every older checkpoint left",
+		(unsigned long long)s->last_id, age);
+}
+
+/* Out of space somewhere: remove, on every rank, the checkpoints the
+ * newest complete one does not depend on. Collective: true when any rank
+ * freed something (worth a retry). */
+static bool make_room(struct session *s)
+{
+	int freed = retention_make_room(s) > 0;
+
+	PMPI_Allreduce(MPI_IN_PLACE, &freed, 1, MPI_INT, MPI_LOR, s->comm);
+	return freed;
+}
+
+static int write_and_commit(struct session *s, uint64_t id, double t0);
+
 int checkpoint_take(struct session *s)
 {
-	char err[512] = "";
-	uint64_t id = s->next_id++, bytes = 0, total_bytes = 0;
-	double t0 = now(), ms, max_ms;
-	int ok, all_ok, ret, any_incremental;
-	bool incremental;
-	struct commit_record rec;
+	uint64_t id = s->next_id++;
+	double t0 = now();
 
 	/* Output the program wrote before the checkpoint must not sit in a
 	 * buffer of this process only. */
@@ -152,6 +290,7 @@ int checkpoint_take(struct session *s)
 		/* A restart jumped here: everything above is the image's state. */
 		resuming = 0;
 		s->last_id = resumed_id;
+		last_commit_ns = created_ns(s, resumed_id);
 		mpi_state_resumed();
 		safepoint_resumed();
 		if (s->rank == 0 && s->cfg.verbose >= 1)
@@ -159,30 +298,63 @@ int checkpoint_take(struct session *s)
 				(unsigned long long)resumed_id);
 		return CHECKPOINT_RESUMED;
 	}
+	return write_and_commit(s, id, t0);
+}
 
-	/* Phase 1: every rank writes and syncs its image, then its set's
-	 * redundancy data: a checkpoint is complete only with both. */
-	ret = write_image(s, id, &incremental, &bytes, err, sizeof(err));
-	ok = ret == 0;
-	if (!ok)
-		pr_err("checkpoint %llu: %s", (unsigned long long)id, err);
-	PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, s->comm);
-	if (all_ok && s->redset) {
-		ret = encode(s, id, err, sizeof(err));
-		ok = ret == 0;
-		if (!ok)
-			pr_err("checkpoint %llu: %s", (unsigned long long)id, err);
-		PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, s->comm);
+/* The rest of checkpoint_take, out of the function that calls getcontext. */
+static int write_and_commit(struct session *s, uint64_t id, double t0)
+{
+	char err[512] = "";
+	uint64_t bytes = 0, total_bytes = 0;
+	double ms, max_ms;
+	int all_ok, ret, prep, any_incremental, nospace;
+	bool incremental, can_incremental, made_room = false, freed = false;
+	struct commit_record rec;
+
+	fault_set_checkpoint(id);
+	prep = prepare_image(s, &can_incremental, err, sizeof(err));
+	incremental = can_incremental && !space_prefer_full(s, space_image_bytes(whole, nout, true),
+							    space_image_bytes(out, nout, false));
+	/* A full disk: make room the safe way, then try again; a full image
+	 * that does not fit may still fit as the incremental one it replaced. */
+	for (;;) {
+		ret = write_files(s, id, prep, incremental, &bytes, &all_ok, err, sizeof(err));
+		if (all_ok)
+			break;
+		store_remove(&s->store, id); /* this attempt's files, before a retry */
+		nospace = no_space(ret);
+		PMPI_Allreduce(MPI_IN_PLACE, &nospace, 1, MPI_INT, MPI_LOR, s->comm);
+		if (!nospace)
+			break;
+		if (!made_room) {
+			made_room = true;
+			freed = make_room(s);
+			if (freed)
+				continue;
+		}
+		if (incremental || !can_incremental)
+			break;
+		incremental = true;
 	}
 	tracking_committed(s, all_ok, incremental);
 	if (!all_ok) {
-		store_remove(&s->store, id);
-		if (s->rank == 0)
+		if (nospace)
+			report_no_space(s, id, no_space(ret), err, freed);
+		else if (s->rank == 0)
 			pr_warn("checkpoint %llu failed on some rank; the previous checkpoint "
 				"stays the newest",
 				(unsigned long long)id);
 		return ret ? ret : -EIO;
 	}
+	if (freed && s->rank == 0 && !room_warned) {
+		room_warned = true;
+		pr_warn("checkpoint %llu: the disk was full; removed older checkpoints that "
+			"checkpoint %llu does not need to make room (fewer than STASIS_KEEP=%d "
+			"are kept while space is short)",
+			(unsigned long long)id, (unsigned long long)s->last_id, s->cfg.keep);
+	}
+	space_warned = false;
+	last_commit_ns = realtime_ns();
 
 	/* Phase 2: every image is on disk; record it complete, then prune. */
 	memset(&rec, 0, sizeof(rec));

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fault.h"
 #include "log.h"
 
 #define BAD(var, val, what)                                                                        \
@@ -58,6 +59,14 @@ static int one_of(const char *s, const char *const *choices)
 	return 0;
 }
 
+static bool has_dotdot(const char *path)
+{
+	for (const char *p = path; (p = strstr(p, "..")); p += 2)
+		if ((p == path || p[-1] == '/') && (p[2] == '/' || !p[2]))
+			return true;
+	return false;
+}
+
 static void default_dir(char *buf, size_t len)
 {
 	const char *tmp = env("TMPDIR");
@@ -97,6 +106,10 @@ int config_load(struct stasis_config *cfg, char *err, size_t errlen)
 			BAD("STASIS_DIR", v, "is not an absolute path");
 		if (strlen(v) >= sizeof(cfg->dir) - 256)
 			BAD("STASIS_DIR", v, "is too long");
+		/* A path through ".." may name another directory once a
+		 * component is a symbolic link: say the one meant. */
+		if (has_dotdot(v))
+			BAD("STASIS_DIR", v, "has a '..' component: give the directory without it");
 		strcpy(cfg->dir, v);
 	} else {
 		default_dir(cfg->dir, sizeof(cfg->dir));
@@ -169,6 +182,9 @@ int config_load(struct stasis_config *cfg, char *err, size_t errlen)
 	}
 	if ((v = env("STASIS_VERBOSE")) && parse_int(v, 0, 2, &cfg->verbose))
 		BAD("STASIS_VERBOSE", v, "is not 0, 1 or 2");
+	/* Installs the fault points too: a test's faults are known at once. */
+	if (fault_configure(env("STASIS_FAULT"), err, errlen))
+		return -EINVAL;
 	if ((v = env("STASIS_RESTART"))) {
 		if (strcmp(v, "0") && strcmp(v, "1"))
 			BAD("STASIS_RESTART", v, "is not 0 or 1");

@@ -31,7 +31,8 @@ struct stasis_config {
 	bool restart;             /* STASIS_RESTART=1: set by stasis-restart */
 };
 
-/* Fill cfg from the environment. Returns 0, or -EINVAL with err holding
+/* Fill cfg from the environment (and install STASIS_FAULT's fault points,
+ * fault.h). Returns 0, or -EINVAL with err holding
  * "STASIS_X: 'value' <what is accepted>". */
 int config_load(struct stasis_config *cfg, char *err, size_t errlen);
 /* One pr_info line per setting (rank 0, STASIS_VERBOSE >= 1). */

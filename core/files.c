@@ -1,10 +1,13 @@
 #include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "files.h"
+#include "log.h"
 
 int files_sync_dir(const char *dir)
 {
@@ -36,4 +39,40 @@ int files_sync_parent(const char *path)
 	memcpy(dir, path, slash - path);
 	dir[slash - path] = '\0';
 	return files_sync_dir(dir);
+}
+
+int files_open_private(const char *path, int flags, char *err, size_t errlen)
+{
+	int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC), ret;
+	struct stat sb;
+
+	if (fd < 0) {
+		ret = -errno;
+		if (ret == -ENOENT)
+			stasis_errf(err, errlen, "%s: missing", path);
+		else if (ret == -ELOOP)
+			stasis_errf(err, errlen, "%s is a symbolic link: refused", path);
+		else
+			stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	if (fstat(fd, &sb) < 0) {
+		ret = -errno;
+		stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
+	} else if (!S_ISREG(sb.st_mode)) {
+		ret = -EBADMSG;
+		stasis_errf(err, errlen, "%s is not a regular file: refused", path);
+	} else if (sb.st_uid != geteuid()) {
+		ret = -EPERM;
+		stasis_errf(err, errlen, "%s is owned by uid %u, not by you: refused", path,
+			    (unsigned)sb.st_uid);
+	} else if (sb.st_mode & 077) {
+		ret = -EPERM;
+		stasis_errf(err, errlen, "%s has mode %04o, stasis writes 0600: refused", path,
+			    (unsigned)(sb.st_mode & 07777));
+	} else {
+		return fd;
+	}
+	close(fd);
+	return ret;
 }

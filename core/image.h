@@ -51,11 +51,4 @@ int file_crc64(const char *path, uint64_t *crc);
  * image_read_region, the saved pages start at this offset, in page order. */
 uint64_t image_bitmap_bytes(uint64_t length);
 
-/* Test fault points: true when env STASIS_FAULT holds "<point>:<id>" (several
- * may be joined by ','). image_write knows "stall-write" (print one line to
- * stderr and sleep forever after about half of the data) and "fail-write"
- * (fail with -EIO, err "cannot write <path>: injected fault"); "buffered-write"
- * makes it skip O_DIRECT, as on a filesystem that refuses it. */
-bool stasis_fault(const char *point, uint64_t id);
-
 #endif

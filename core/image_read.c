@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "image_int.h"
 #include "log.h"
 
@@ -245,13 +246,9 @@ int image_open(const char *path, struct image **out, char *err, size_t errlen)
 		goto err;
 	}
 	memcpy(img->path, path, plen + 1);
-	img->fd = open(path, O_RDONLY | O_CLOEXEC);
+	img->fd = files_open_private(path, O_RDONLY, err, errlen);
 	if (img->fd < 0) {
-		ret = -errno;
-		if (ret == -ENOENT)
-			stasis_errf(err, errlen, "%s: missing", path);
-		else
-			stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
+		ret = img->fd;
 		goto err;
 	}
 	if (fstat(img->fd, &st) < 0) {
@@ -260,10 +257,6 @@ int image_open(const char *path, struct image **out, char *err, size_t errlen)
 		goto err;
 	}
 	ret = -EBADMSG; /* from here on every failure is a bad file */
-	if (!S_ISREG(st.st_mode)) {
-		stasis_errf(err, errlen, "%s: not a regular file", path);
-		goto err;
-	}
 	img->size = st.st_size;
 	if (img->size < STASIS_PAGE) {
 		stasis_errf(err, errlen, "%s: truncated (%llu bytes)", path,
@@ -292,11 +285,10 @@ int image_open(const char *path, struct image **out, char *err, size_t errlen)
 		goto err;
 	}
 	h->header_crc = want_crc;
-	/* The header says who wrote it, the inode who owns it: both must be us
-	 * (a crc is no signature, anyone can forge the first). */
-	if (h->uid != getuid() || st.st_uid != getuid()) {
-		stasis_errf(err, errlen, "%s: owned by uid %u, not by you", path,
-			      h->uid != getuid() ? h->uid : (unsigned)st.st_uid);
+	/* The header says who wrote it, the inode (files_open_private) who
+	 * owns it: both must be us (a crc is no signature). */
+	if (h->uid != getuid()) {
+		stasis_errf(err, errlen, "%s: written by uid %u, not by you", path, h->uid);
 		goto err;
 	}
 	if (h->header_size != sizeof(*h)) {

@@ -1,6 +1,6 @@
-/* Checkpoint image files: the writer (liburing, O_DIRECT when possible) and
- * the fault points; the verifying reader is image_read.c. The layout is
- * format.h's; see image.h for the contract.
+/* Checkpoint image files: the writer (liburing, O_DIRECT when possible),
+ * with its fault points (fault.h); the verifying reader is image_read.c.
+ * The layout is format.h's; see image.h for the contract.
  *
  * The writer streams region data straight from live memory: every region is
  * page aligned and a page multiple, so its pages are valid O_DIRECT buffers
@@ -32,6 +32,7 @@
 
 #define LOG_PREFIX "image: "
 #include "log.h"
+#include "fault.h"
 #include "files.h"
 #include "image_int.h"
 
@@ -48,32 +49,6 @@ uint64_t image_bitmap_bytes(uint64_t length)
 	uint64_t words = (length / PAGE + 63) / 64;
 
 	return round_up(words * 8, PAGE);
-}
-
-/* Test hook. STASIS_FAULT holds "<point>:<id>" (several joined by ','); a
- * fault point fires when its name and the checkpoint id match. Read on every
- * call: a test sets it between checkpoints, and a checkpoint is rare. */
-bool stasis_fault(const char *point, uint64_t id)
-{
-	const char *s = getenv("STASIS_FAULT");
-	size_t plen = strlen(point);
-
-	while (s && *s) {
-		const char *end = strchr(s, ',');
-		size_t len = end ? (size_t)(end - s) : strlen(s);
-
-		if (len > plen + 1 && !strncmp(s, point, plen) && s[plen] == ':') {
-			char *num_end;
-			unsigned long long v;
-
-			errno = 0;
-			v = strtoull(s + plen + 1, &num_end, 10);
-			if (!errno && num_end == s + len && num_end != s + plen + 1 && v == id)
-				return true;
-		}
-		s = end ? end + 1 : NULL;
-	}
-	return false;
 }
 
 /* ------------------------------------------------------------------ */
@@ -148,21 +123,13 @@ static void slot_advance(struct wslot *s, size_t n)
  * file, so that a killed writer leaves a real half-written tmp file. */
 static int fault_check(struct writer *w)
 {
-	static const char msg[] = "stasis: fault stall-write hit in checkpoint ";
-	char line[128];
-	int n;
-
 	if (w->fault == FAULT_NONE || w->done < w->fault_at)
 		return 0;
 	if (w->fault == FAULT_FAIL) {
 		w->fault_hit = true;
 		return -EIO;
 	}
-	n = snprintf(line, sizeof(line), "%s%llu\n", msg, (unsigned long long)w->ckpt_id);
-	if (write(STDERR_FILENO, line, n) < 0)
-		(void)0;
-	for (;;)
-		pause();
+	fault_stall(FAULT_STALL_WRITE, w->ckpt_id);
 }
 
 /* Wait for one completion and deal with it: retry what the kernel asks us to
@@ -390,21 +357,23 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 	}
 
 	w.ckpt_id = hdr->ckpt_id;
-	if (stasis_fault("stall-write", hdr->ckpt_id))
+	if (fault_hit_at(FAULT_STALL_WRITE, hdr->ckpt_id))
 		w.fault = FAULT_STALL;
-	else if (stasis_fault("fail-write", hdr->ckpt_id))
+	else if (fault_hit_at(FAULT_FAIL_WRITE, hdr->ckpt_id))
 		w.fault = FAULT_FAIL;
 	w.fault_at = data_bytes / 2;
 
 	/* O_DIRECT doubles the speed on a disk; tmpfs before Linux 6.6 refuses
-	 * it at open. "buffered-write" lets tests take the other path. */
-	if (stasis_fault("buffered-write", hdr->ckpt_id))
+	 * it at open. "buffered-write" lets tests take the other path.
+	 * O_NOFOLLOW: a link planted at the tmp name writes nothing through. */
+	if (fault_hit_at(FAULT_BUFFERED_WRITE, hdr->ckpt_id))
 		errno = EINVAL;
 	else
-		w.fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC | O_DIRECT, 0600);
+		w.fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT,
+			    0600);
 	w.direct = w.fd >= 0;
 	if (w.fd < 0 && errno == EINVAL)
-		w.fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+		w.fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (w.fd < 0) {
 		ret = -errno;
 		goto err;
@@ -482,7 +451,7 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 	if (ret)
 		goto err;
 
-	while (fdatasync(w.fd) < 0) {
+	while (fault_hit_at(FAULT_FAIL_IMAGE_SYNC, hdr->ckpt_id) || fdatasync(w.fd) < 0) {
 		if (errno != EINTR) {
 			ret = -errno;
 			goto err;
@@ -494,7 +463,7 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 		goto err;
 	}
 	w.fd = -1;
-	if (rename(tmp, path) < 0) {
+	if (fault_hit_at(FAULT_FAIL_IMAGE_INSTALL, hdr->ckpt_id) || rename(tmp, path) < 0) {
 		ret = -errno;
 		goto err;
 	}

@@ -8,6 +8,7 @@
 
 #include "arena.h"
 #include "checkpoint.h"
+#include "fault.h"
 #include "flush.h"
 #include "interval_auto.h"
 #include "image.h"
@@ -84,6 +85,10 @@ static enum verdict load_image(struct session *s, uint64_t id, struct loaded *l,
 	const struct region_record *r;
 
 	store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));
+	if (fault_hit_at(FAULT_FAIL_RESTORE_OPEN, id)) {
+		snprintf(why, len, "%s: %s", path, strerror(errno));
+		return UNUSABLE;
+	}
 	if (image_open(path, &l->img, why, len))
 		return UNUSABLE;
 	h = image_header(l->img);
@@ -127,6 +132,10 @@ static enum verdict load_image(struct session *s, uint64_t id, struct loaded *l,
 			return UNUSABLE;
 		}
 		l->staged[i] = p;
+		if (i == h->nregions / 2 && fault_hit_at(FAULT_FAIL_RESTORE_READ, id)) {
+			snprintf(why, len, "%s: region %zu: %s", path, i, strerror(errno));
+			return UNUSABLE;
+		}
 		if (image_read_region(l->img, i, p, why, len))
 			return UNUSABLE;
 	}
@@ -242,6 +251,7 @@ static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
 		int have = 0, all_have, ok;
 		uint64_t parent = 0;
 
+		fault_set_checkpoint(id);
 		store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));
 		if (!image_open(path, &img, NULL, 0)) {
 			have = image_verify(img, NULL, 0) == 0;
@@ -256,14 +266,8 @@ static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
 			if (!ok)
 				return -EUCLEAN;
 			if (!have && !image_open(path, &img, NULL, 0)) {
-				const struct image_header *h = image_header(img);
-				struct commit_record rec = {.ckpt_id = id, .parent_id = h->parent_id,
-							    .nranks = h->nranks};
-
-				parent = h->parent_id;
+				parent = image_header(img)->parent_id;
 				image_close(img);
-				/* Rebuilt files are as complete as the originals were. */
-				store_commit(&s->store, &rec, NULL, 0);
 			}
 			if (s->rank == 0)
 				pr_warn("checkpoint %llu: rebuilt lost or damaged images from the "
@@ -305,6 +309,24 @@ static int replay_mpi(struct session *s, uint64_t id)
 	session_report(s, why[0] || s->rank == 0, line);
 	return ret;
 }
+
+/* The chosen checkpoint is complete (some rank holds its record) and every
+ * image of its chain verified on every rank: a rank without a record of
+ * one of them (rebuilt, or killed before it wrote one) writes it now, so
+ * that its retention keeps the chain like any other. */
+static void complete_records(struct session *s)
+{
+	for (int c = 0; c < nchain; c++) {
+		const struct image_header *h = image_header(chain[c].img);
+		struct commit_record rec = {
+		    .ckpt_id = h->ckpt_id, .parent_id = h->parent_id, .nranks = h->nranks};
+		struct commit_record have;
+
+		if (store_read_commit(&s->store, h->ckpt_id, &have, NULL, 0))
+			store_commit(&s->store, &rec, NULL, 0);
+	}
+}
+
 
 static double monotonic(void)
 {
@@ -405,6 +427,7 @@ int restore_latest(struct session *s)
 	}
 	cand = id;
 	target_id = cand;
+	complete_records(s);
 	if (replay_mpi(s, cand))
 		return -EINVAL;
 	interval_auto_restarted(s, monotonic() - t0, heavy);

@@ -19,6 +19,7 @@
 #include <isa-l/crc64.h>
 
 #define LOG_PREFIX "store: "
+#include "fault.h"
 #include "files.h"
 #include "log.h"
 #include "store.h"
@@ -115,12 +116,99 @@ static int mkdirs(char *path)
 	}
 }
 
+/* STASIS_DIR itself (expanded): a real directory (not a symbolic link,
+ * whose target someone else may choose), owned by us or root, and writable
+ * by nobody else unless sticky (as /tmp is: then nobody else can rename or
+ * remove what we make in it). The job directory below it is checked
+ * tighter (check_job_dir): together nobody but us (and root) can swap a
+ * directory or a file under our feet, so paths are safe to use after. */
+static int check_base(const char *base, char *err, size_t errlen)
+{
+	char path[sizeof(((struct store *)0)->dir)];
+	size_t len = strlen(base);
+	struct stat sb;
+
+	/* lstat("link/") follows the link: look at the name itself. */
+	memcpy(path, base, len + 1);
+	while (len > 1 && path[len - 1] == '/')
+		path[--len] = '\0';
+	if (lstat(path, &sb) < 0) {
+		stasis_errf(err, errlen, "STASIS_DIR: %s: %s", path,
+			    errno == ENOENT ? "missing" : strerror(errno));
+		return -errno;
+	}
+	if (S_ISLNK(sb.st_mode)) {
+		stasis_errf(err, errlen,
+			    "STASIS_DIR: %s is a symbolic link: refused (give the directory it "
+			    "points to, if it is yours)",
+			    path);
+		return -ELOOP;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		stasis_errf(err, errlen, "STASIS_DIR: %s is not a directory", path);
+		return -ENOTDIR;
+	}
+	if (sb.st_uid != geteuid() && sb.st_uid != 0) {
+		stasis_errf(err, errlen,
+			    "STASIS_DIR: %s is owned by uid %u, not by you (uid %u): refused", path,
+			    (unsigned)sb.st_uid, (unsigned)geteuid());
+		return -EACCES;
+	}
+	if ((sb.st_mode & 022) && !(sb.st_mode & S_ISVTX)) {
+		stasis_errf(err, errlen,
+			    "STASIS_DIR: %s is writable by group or others (mode %04o): refused "
+			    "(chmod go-w it, or use a directory of your own)",
+			    path, (unsigned)(sb.st_mode & 07777));
+		return -EACCES;
+	}
+	return 0;
+}
+
+/* The job directory: ours, 0700, opened without following a link. */
+static int check_job_dir(const char *dir, char *err, size_t errlen)
+{
+	struct stat sb;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), ret = 0;
+
+	if (fd < 0) {
+		ret = -errno;
+		/* O_DIRECTORY wins over O_NOFOLLOW: a link gives ENOTDIR. */
+		if (ret == -ENOTDIR && !lstat(dir, &sb) && S_ISLNK(sb.st_mode))
+			ret = -ELOOP;
+		if (ret == -ENOENT)
+			stasis_errf(err, errlen, "STASIS_DIR: job directory %s: missing", dir);
+		else if (ret == -ELOOP)
+			stasis_errf(err, errlen,
+				    "STASIS_DIR: job directory %s is a symbolic link: refused",
+				    dir);
+		else if (ret == -ENOTDIR)
+			stasis_errf(err, errlen, "STASIS_DIR: job directory %s is not a directory",
+				    dir);
+		else
+			stasis_errf(err, errlen, "STASIS_DIR: job directory %s: %s", dir,
+				    strerror(-ret));
+		return ret;
+	}
+	if (fstat(fd, &sb) < 0) {
+		ret = -errno;
+		stasis_errf(err, errlen, "STASIS_DIR: job directory %s: %s", dir, strerror(-ret));
+	} else if (sb.st_uid != geteuid() || (sb.st_mode & 077)) {
+		/* It holds the whole memory of the program. */
+		ret = -EACCES;
+		stasis_errf(err, errlen,
+			    "STASIS_DIR: job directory %s must be owned by you and mode 0700 (is "
+			    "%04o, owner uid %u): refused",
+			    dir, (unsigned)(sb.st_mode & 07777), (unsigned)sb.st_uid);
+	}
+	close(fd);
+	return ret;
+}
+
 int store_open(struct store *st, const char *pattern, int node, int rank, const char *job_key,
 	       bool create, char *err, size_t errlen)
 {
 	char base[sizeof(st->dir)], cwd[sizeof(st->dir)];
 	const char *bad = NULL;
-	struct stat sb;
 	int ret;
 
 	st->dir[0] = '\0';
@@ -155,49 +243,38 @@ int store_open(struct store *st, const char *pattern, int node, int rank, const 
 				strerror(errno));
 			goto err;
 		}
-		if (snprintf(st->dir, sizeof(st->dir), "%s/%s/%s", strcmp(cwd, "/") ? cwd : "",
-			     base, job_key) >= (int)sizeof(st->dir))
+		if (snprintf(st->dir, sizeof(st->dir), "%s/%s", strcmp(cwd, "/") ? cwd : "",
+			     base) >= (int)sizeof(st->dir))
 			goto too_long;
-	} else if (snprintf(st->dir, sizeof(st->dir), "%s/%s", base, job_key) >=
-		   (int)sizeof(st->dir)) {
+	} else if (snprintf(st->dir, sizeof(st->dir), "%s", base) >= (int)sizeof(st->dir)) {
 		goto too_long;
 	}
 	squeeze_slashes(st->dir);
+	memcpy(base, st->dir, sizeof(base));
+	if (snprintf(st->dir, sizeof(st->dir), "%s/%s", base, job_key) >= (int)sizeof(st->dir))
+		goto too_long;
+	squeeze_slashes(st->dir);
 
 	if (create) {
-		ret = mkdirs(st->dir);
+		ret = mkdirs(base);
 		if (ret) {
-			stasis_errf(err, errlen, "cannot create %s: %s", st->dir, strerror(-ret));
+			stasis_errf(err, errlen, "STASIS_DIR: cannot create %s: %s", base,
+				    strerror(-ret));
 			goto err;
 		}
 	}
-	if (stat(st->dir, &sb) < 0) {
+	ret = check_base(base, err, errlen);
+	if (ret)
+		goto err;
+	if (create && mkdir(st->dir, 0700) == 0 && chmod(st->dir, 0700) < 0) {
 		ret = -errno;
-		if (ret == -ENOENT)
-			stasis_errf(err, errlen, "%s: missing", st->dir);
-		else
-			stasis_errf(err, errlen, "%s: %s", st->dir, strerror(-ret));
+		stasis_errf(err, errlen, "STASIS_DIR: cannot create %s: %s", st->dir,
+			    strerror(-ret));
 		goto err;
 	}
-	if (!S_ISDIR(sb.st_mode)) {
-		ret = -ENOTDIR;
-		stasis_errf(err, errlen, "%s: not a directory", st->dir);
+	ret = check_job_dir(st->dir, err, errlen);
+	if (ret)
 		goto err;
-	}
-	/* It holds the whole memory of the program. */
-	if (sb.st_uid != geteuid()) {
-		ret = -EACCES;
-		stasis_errf(err, errlen,
-			"%s: must be owned by you and mode 0700 (is %04o, owner uid %u)", st->dir,
-			(unsigned)(sb.st_mode & 07777), (unsigned)sb.st_uid);
-		goto err;
-	}
-	if (sb.st_mode & 077) {
-		ret = -EACCES;
-		stasis_errf(err, errlen, "%s: must be owned by you and mode 0700 (is %04o)", st->dir,
-			(unsigned)(sb.st_mode & 07777));
-		goto err;
-	}
 	return 0;
 
 too_long:
@@ -244,7 +321,9 @@ int store_commit(const struct store *st, const struct commit_record *rec, char *
 	c.version = STASIS_FORMAT_VERSION;
 	c.crc = commit_crc(&c);
 
-	fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+	fd = fault_hit_at(FAULT_FAIL_COMMIT, rec->ckpt_id)
+		 ? -1
+		 : open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		ret = -errno;
 		goto err;
@@ -300,15 +379,9 @@ int store_read_commit(const struct store *st, uint64_t id, struct commit_record 
 	int fd, ret;
 
 	store_path(st, id, STORE_COMMIT, path, sizeof(path));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		if (ret == -ENOENT)
-			stasis_errf(err, errlen, "%s: missing", path);
-		else
-			stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
-		return ret;
-	}
+	fd = files_open_private(path, O_RDONLY, err, errlen);
+	if (fd < 0)
+		return fd;
 	ret = -EBADMSG;
 	if (fstat(fd, &sb) < 0) {
 		ret = -errno;
@@ -457,18 +530,22 @@ static int unlink_ok(const char *path)
 
 /* The commit record goes first and its removal is synced before anything
  * else goes, so that no crash leaves a record naming a missing image. The
- * .tmp leftovers of an interrupted write go too: they name the checkpoint,
- * and store_list would otherwise report it forever. */
+ * .tmp and .rebuild leftovers of an interrupted write or rebuild go too:
+ * they name the checkpoint, and store_list would otherwise report it
+ * forever. */
 int store_remove(const struct store *st, uint64_t id)
 {
 	static const enum store_file order[] = {STORE_COMMIT, STORE_REDUNDANCY, STORE_IMAGE};
-	char path[FILE_PATH_MAX], tmp[FILE_PATH_MAX + 8];
+	char path[FILE_PATH_MAX], tmp[FILE_PATH_MAX + 16];
 	int ret;
 
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
 		store_path(st, id, order[i], path, sizeof(path));
 		snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 		ret = unlink_ok(path);
+		if (!ret)
+			ret = unlink_ok(tmp);
+		snprintf(tmp, sizeof(tmp), "%s.rebuild", path);
 		if (!ret)
 			ret = unlink_ok(tmp);
 		if (!ret && order[i] == STORE_COMMIT)
@@ -485,9 +562,10 @@ int store_lock(const struct store *st, char *err, size_t errlen)
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/lock.r%d", st->dir, st->rank);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
-		stasis_errf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		stasis_errf(err, errlen, "cannot open %s: %s", path,
+			    errno == ELOOP ? "a symbolic link, refused" : strerror(errno));
 		return -errno;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB)) {

@@ -23,6 +23,7 @@ CR_TMP=
 CR_APP=
 CR_ARGS=()
 CR_JOBS=()           # names of started jobs, for the exit trap
+CR_AT_EXIT=()        # commands the exit trap runs once the jobs are gone (umount ...)
 declare -gA CR_PID   # job name -> pid (also its session and process group id)
 declare -gA CR_STATUS # job name -> exit status once reaped
 
@@ -86,6 +87,7 @@ cr_cleanup() {
 	for name in "${CR_JOBS[@]}"; do
 		if cr_alive "$name"; then cr_kill_quiet "$name" || true; fi
 	done
+	for name in "${CR_AT_EXIT[@]}"; do eval "$name" || true; done
 	if [[ -n $CR_TMP && -d $CR_TMP ]]; then
 		if [[ ($status == 0 || $status == 77) && ${CR_KEEP_TMP:-0} != 1 ]]; then
 			rm -rf "$CR_TMP"

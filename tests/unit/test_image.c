@@ -22,6 +22,7 @@
 #include <isa-l/crc64.h>
 
 #include "check.h"
+#include "fault.h"
 #include "image.h"
 
 #define PG 4096u
@@ -395,7 +396,7 @@ static void bad_files(const char *dir)
 	copy_file(good, bad);
 	edit_header(bad, set_uid);
 	rc = open_err(bad, err, sizeof(err));
-	CHECK_ERR(rc, -EBADMSG, err, "%s: owned by uid %u, not by you", bad, getuid() + 12345);
+	CHECK_ERR(rc, -EBADMSG, err, "%s: written by uid %u, not by you", bad, getuid() + 12345);
 
 	copy_file(good, bad);
 	edit_header(bad, set_header_size);
@@ -468,17 +469,41 @@ static void edge_cases(const char *dir)
 	CHECK_ERR(rc, -ENOENT, err, "cannot write %s: %s", tmp, strerror(ENOENT));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 
-	/* Fault points: matching id only, lists, garbage. */
-	setenv("STASIS_FAULT", "stall-write:12,fail-write:7", 1);
-	CHECK(stasis_fault("fail-write", 7) && stasis_fault("stall-write", 12));
-	CHECK(!stasis_fault("fail-write", 12) && !stasis_fault("stall-write", 1));
-	setenv("STASIS_FAULT", "fail-write:7x", 1);
-	CHECK(!stasis_fault("fail-write", 7));
-	setenv("STASIS_FAULT", "fail-write:", 1);
-	CHECK(!stasis_fault("fail-write", 0));
+	/* Fault points: matching id (and rank) only, lists; garbage refused
+	 * with one line naming STASIS_FAULT, the value and the points, and
+	 * the faults installed before it kept. */
+	CHECK(fault_configure("stall-write:12,fail-write:7,fail-commit:3@2", err, sizeof(err)) ==
+	      0);
+	CHECK(fault_hit_at(FAULT_FAIL_WRITE, 7) && fault_hit_at(FAULT_STALL_WRITE, 12));
+	CHECK(!fault_hit_at(FAULT_FAIL_WRITE, 12) && !fault_hit_at(FAULT_STALL_WRITE, 1));
+	CHECK(!fault_hit_at(FAULT_FAIL_COMMIT, 3)); /* rank -1 here, not 2 */
+	fault_set_checkpoint(7);
+	CHECK(fault_hit(FAULT_FAIL_WRITE) && errno == EIO && !fault_hit(FAULT_STALL_WRITE));
+	{
+		static const char *const bad[] = {"bogus",
+						  "stall-write:",
+						  "fail-write:x",
+						  "fail-write:7x",
+						  "fail-write:0",
+						  ":3",
+						  "fail-write:3,",
+						  "fail-write:3@",
+						  "fail-write:3@x",
+						  "fail-write:99999999999999999999",
+						  NULL};
+
+		for (int i = 0; bad[i]; i++) {
+			err[0] = 0;
+			CHECK(fault_configure(bad[i], err, sizeof(err)) == -EINVAL);
+			CHECK(!strncmp(err, "STASIS_FAULT: '", 15) && strstr(err, bad[i]) &&
+			      strstr(err, "fail-rebuild-run"));
+		}
+	}
+	CHECK(fault_hit_at(FAULT_FAIL_WRITE, 7));
+	CHECK(fault_configure("", err, sizeof(err)) == 0 && !fault_hit_at(FAULT_FAIL_WRITE, 7));
 
 	unlink(path);
-	setenv("STASIS_FAULT", "fail-write:7", 1);
+	CHECK(fault_configure("fail-write:7", err, sizeof(err)) == 0);
 	fill_header(&h, 7);
 	rc = image_write(path, &h, regs, NREG, NULL, err, sizeof(err));
 	CHECK_ERR(rc, -EIO, err, "cannot write %s: injected fault", path);
@@ -490,7 +515,7 @@ static void edge_cases(const char *dir)
 	CHECK(image_open(path, &img, err, sizeof(err)) == 0 &&
 	      image_verify(img, err, sizeof(err)) == 0);
 	image_close(img);
-	unsetenv("STASIS_FAULT");
+	fault_configure(NULL, NULL, 0);
 	unlink(path);
 }
 
@@ -512,7 +537,7 @@ static void stall(const char *dir)
 		char err[8192];
 
 		dup2(pfd[1], STDERR_FILENO);
-		setenv("STASIS_FAULT", "stall-write:9", 1);
+		fault_configure("stall-write:9", NULL, 0);
 		fill_header(&h, 9);
 		image_write(path, &h, regs, NREG, NULL, err, sizeof(err));
 		_exit(3);
@@ -557,9 +582,9 @@ int main(void)
 	if (have_shm)
 		round_trip(shm);
 	/* The buffered path, as on a filesystem without O_DIRECT. */
-	setenv("STASIS_FAULT", "buffered-write:3", 1);
+	fault_configure("buffered-write:3", NULL, 0);
 	round_trip(disk);
-	unsetenv("STASIS_FAULT");
+	fault_configure(NULL, NULL, 0);
 	bad_files(disk);
 	edge_cases(disk);
 	stall(disk);

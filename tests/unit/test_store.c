@@ -60,6 +60,60 @@ static void test_expand(void)
 	CHECK(store_expand("/0123456789/%r", 0, 1234, out, 17) == 0);
 }
 
+/* STASIS_DIR or the job directory a symbolic link, STASIS_DIR someone
+ * else's or writable by others: refused, and nothing made through them. */
+static void hostile(void)
+{
+	char real[512], link[512], pattern[600], job[700], err[8192];
+	struct store st;
+	int rc;
+
+	snprintf(real, sizeof(real), "%s/real", base);
+	snprintf(link, sizeof(link), "%s/link", base);
+	CHECK(mkdir(real, 0700) == 0 && symlink(real, link) == 0);
+	rc = store_open(&st, link, 0, 0, "job", true, err, sizeof(err));
+	CHECK_ERR(rc, -ELOOP, err,
+		  "STASIS_DIR: %s is a symbolic link: refused (give the directory it points to, "
+		  "if it is yours)",
+		  link);
+	snprintf(pattern, sizeof(pattern), "%s/", link); /* a slash must not follow it */
+	rc = store_open(&st, pattern, 0, 0, "job", true, err, sizeof(err));
+	CHECK(rc == -ELOOP);
+	snprintf(job, sizeof(job), "%s/job", real);
+	CHECK(access(job, F_OK) < 0 && errno == ENOENT);
+
+	/* The job directory a link to a directory of ours. */
+	snprintf(job, sizeof(job), "%s/j", real);
+	CHECK(symlink(real, job) == 0);
+	rc = store_open(&st, real, 0, 0, "j", true, err, sizeof(err));
+	CHECK_ERR(rc, -ELOOP, err, "STASIS_DIR: job directory %s is a symbolic link: refused", job);
+
+	/* Writable by others: refused, unless sticky (as /tmp). */
+	CHECK(chmod(real, 0777) == 0);
+	rc = store_open(&st, real, 0, 0, "job", true, err, sizeof(err));
+	CHECK_ERR(rc, -EACCES, err,
+		  "STASIS_DIR: %s is writable by group or others (mode 0777): refused (chmod "
+		  "go-w it, or use a directory of your own)",
+		  real);
+	CHECK(chmod(real, 0770) == 0);
+	CHECK(store_open(&st, real, 0, 0, "job", true, err, sizeof(err)) == -EACCES);
+	snprintf(job, sizeof(job), "%s/job", real);
+	CHECK(access(job, F_OK) < 0 && errno == ENOENT);
+	CHECK(chmod(real, 01777) == 0);
+	rc = store_open(&st, real, 0, 0, "job", true, err, sizeof(err));
+	CHECK_ERR(rc, 0, err, "%s", err);
+	CHECK(chmod(real, 0700) == 0);
+
+	/* Someone else's STASIS_DIR (needs root to make one). */
+	if (geteuid() == 0) {
+		CHECK(chown(real, 4321, 4321) == 0);
+		rc = store_open(&st, real, 0, 0, "job", true, err, sizeof(err));
+		CHECK_ERR(rc, -EACCES, err,
+			  "STASIS_DIR: %s is owned by uid 4321, not by you (uid 0): refused", real);
+		CHECK(chown(real, 0, 0) == 0);
+	}
+}
+
 static void test_open(void)
 {
 	char pattern[256], dir[512], err[8192];
@@ -86,8 +140,11 @@ static void test_open(void)
 	rc = store_open(&st, pattern, 2, 5, "job-1", false, err, sizeof(err));
 	CHECK(rc == 0);
 	rc = store_open(&st, pattern, 2, 6, "job-1", false, err, sizeof(err));
-	snprintf(dir, sizeof(dir), "%s/n2/r6/job-1", base);
-	CHECK_ERR(rc, -ENOENT, err, "%s: missing", dir);
+	snprintf(dir, sizeof(dir), "%s/n2/r6", base);
+	CHECK_ERR(rc, -ENOENT, err, "STASIS_DIR: %s: missing", dir);
+	rc = store_open(&st, pattern, 2, 5, "job-2", false, err, sizeof(err));
+	snprintf(dir, sizeof(dir), "%s/n2/r5/job-2", base);
+	CHECK_ERR(rc, -ENOENT, err, "STASIS_DIR: job directory %s: missing", dir);
 
 	rc = store_open(&st, "/tmp/%q/x", 0, 0, "j", true, err, sizeof(err));
 	CHECK_ERR(rc, -EINVAL, err, "STASIS_DIR: unknown %%q in /tmp/%%q/x");
@@ -105,19 +162,28 @@ static void test_open(void)
 	CHECK(mkdir(dir, 0755) == 0 && chmod(dir, 0755) == 0);
 	snprintf(pattern, sizeof(pattern), "%s/loose", base);
 	rc = store_open(&st, pattern, 0, 0, "job", true, err, sizeof(err));
-	CHECK_ERR(rc, -EACCES, err, "%s: must be owned by you and mode 0700 (is 0755)", dir);
+	CHECK_ERR(rc, -EACCES, err,
+		  "STASIS_DIR: job directory %s must be owned by you and mode 0700 (is 0755, owner "
+		  "uid %u): refused",
+		  dir, (unsigned)geteuid());
 	CHECK(mode_of(dir) == 0755);
 	CHECK(chmod(dir, 0710) == 0);
 	rc = store_open(&st, pattern, 0, 0, "job", false, err, sizeof(err));
-	CHECK_ERR(rc, -EACCES, err, "%s: must be owned by you and mode 0700 (is 0710)", dir);
+	CHECK_ERR(rc, -EACCES, err,
+		  "STASIS_DIR: job directory %s must be owned by you and mode 0700 (is 0710, owner "
+		  "uid %u): refused",
+		  dir, (unsigned)geteuid());
 
 	/* Someone else's directory (needs root to make one). */
 	if (geteuid() == 0) {
 		CHECK(chmod(dir, 0700) == 0 && chown(dir, 4321, 4321) == 0);
 		rc = store_open(&st, pattern, 0, 0, "job", true, err, sizeof(err));
 		CHECK_ERR(rc, -EACCES, err,
-			  "%s: must be owned by you and mode 0700 (is 0700, owner uid 4321)", dir);
+			  "STASIS_DIR: job directory %s must be owned by you and mode 0700 (is "
+			  "0700, owner uid 4321): refused",
+			  dir);
 	}
+	hostile();
 
 	/* A file where the directory should be. */
 	snprintf(dir, sizeof(dir), "%s/file", base);
