@@ -210,6 +210,19 @@ cr_reap() {
 	CR_STATUS[$name]=$st
 }
 
+# cr_stacks NAME: where every process of a job that hangs is (with gdb,
+# when the machine has it), for the log of a failed test.
+cr_stacks() {
+	local pid
+	command -v gdb >/dev/null || return 0
+	for pid in $(cr_job_pids "$1"); do
+		[[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$CR_APP" ]] || continue
+		echo "--- stacks of $1, pid $pid"
+		timeout 60 gdb -p "$pid" -batch -nx -ex 'thread apply all bt 20' 2>/dev/null |
+			grep -E '^(Thread|#)' | head -80
+	done
+}
+
 # cr_kill_quiet NAME: SIGKILL every process of the job until none is left
 # (a process forked while the kill is under way is caught by the next
 # round). Returns 1 if some survived 10 s of trying.
@@ -256,6 +269,7 @@ cr_wait_exit() {
 	deadline=$((SECONDS + timeout))
 	while cr_alive "$name"; do
 		if ((SECONDS >= deadline)); then
+			cr_stacks "$name"
 			cr_kill_quiet "$name" || true
 			cr_show "$name"
 			cr_fail "job $name still running after ${timeout}s"
