@@ -163,6 +163,7 @@ static int write_image(struct session *s, uint64_t id, bool incremental, uint64_
 	hdr.nranks = s->size;
 	hdr.exe_hash = s->exe_hash;
 	hdr.args_hash = s->args_hash;
+	hdr.stasis_hash = s->stasis_hash;
 	hdr.state_size = sizeof(captured);
 	memcpy(hdr.state, &captured, sizeof(captured));
 	store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));

@@ -14,7 +14,7 @@
  * would have written them into memory, so it must refuse the file.
  * Version 4: the saved state lost a counter, the MPI region carries
  * requests and drained messages (issue 8), and REGION_WHERE holds the
- * program's stack (issue 12).
+ * program's stack (issue 12), and stasis_hash the build of stasis.
  */
 #ifndef STASIS_FORMAT_H
 #define STASIS_FORMAT_H
@@ -61,6 +61,7 @@ struct image_header {
 	uint32_t uid; /* owner: must equal getuid() of the reader */
 	uint64_t exe_hash; /* crc64 of the executable file */
 	uint64_t args_hash; /* crc64 of the program's arguments after argv[0] */
+	uint64_t stasis_hash; /* crc64 of libstasis.so: the saved stack returns into it */
 	uint64_t nregions;
 	uint64_t data_bytes; /* region payload bytes (bitmaps and pages) */
 	uint64_t created_ns; /* CLOCK_REALTIME */

@@ -104,6 +104,15 @@ static enum verdict load_image(struct session *s, uint64_t id, struct loaded *l,
 			 (unsigned long long)id, s->job);
 		return FATAL;
 	}
+	if (h->stasis_hash != s->stasis_hash) {
+		/* The saved stack returns into stasis's code: another build's
+		 * code at those addresses would run the program on wrong state. */
+		snprintf(why, len,
+			 "checkpoint %llu was taken by another build of stasis (libstasis.so "
+			 "differs): restart with the stasis that took it",
+			 (unsigned long long)id);
+		return FATAL;
+	}
 	if (h->args_hash != s->args_hash) {
 		snprintf(why, len,
 			 "checkpoint %llu was taken with other program arguments: restart with "

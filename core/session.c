@@ -152,6 +152,19 @@ static uint64_t args_crc64(void)
 	return crc64_ecma_refl(0, (const unsigned char *)buf + first, n - first);
 }
 
+/* crc64 of the file stasis's code was loaded from (libstasis.so): a
+ * checkpoint's stack returns into it, so a restart needs the same build. */
+static uint64_t stasis_crc64(void)
+{
+	Dl_info info;
+	uint64_t crc = 0;
+
+	if (!dladdr((void *)stasis_crc64, &info) || !info.dli_fname ||
+	    file_crc64(info.dli_fname, &crc))
+		pr_warn("cannot read stasis's own library to identify its build");
+	return crc;
+}
+
 /* Checkpoints are numbered above every id any rank has on disk: no name
  * is reused, and a fresh run's own (above an earlier run's, of the same
  * job key) are the newest for stasis-restart. */
@@ -203,6 +216,7 @@ void session_after_init(int required, int provided)
 	if (file_crc64("/proc/self/exe", &s->exe_hash))
 		pr_warn("cannot read /proc/self/exe to identify the executable");
 	s->args_hash = args_crc64();
+	s->stasis_hash = stasis_crc64();
 
 	s->dirty = dirty_select(s->cfg.dirty, err, sizeof(err));
 	ret = !s->dirty && err[0] ? -EINVAL : 0;

@@ -23,6 +23,7 @@ struct session {
 	char job[256]; /* job key: STASIS_JOB or the executable's file name */
 	uint64_t exe_hash;
 	uint64_t args_hash;      /* of the program's arguments (not argv[0]) */
+	uint64_t stasis_hash;    /* of libstasis.so's file */
 	uint64_t last_id;        /* newest committed checkpoint (0: none) */
 	uint64_t next_id;        /* above every id on disk: never reuse a name */
 	uint64_t own_from;       /* a fresh run's first id: retention leaves
