@@ -15,22 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static uint64_t mix(uint64_t h, const void *buf, size_t len)
-{
-	const unsigned char *p = buf;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
+#include "hash.h"
 
 int main(int argc, char **argv)
 {
 	int burst = argc > 1 ? atoi(argv[1]) : 2000, iters = argc > 2 ? atoi(argv[2]) : 200;
 	int rank, size, left, right;
-	uint64_t h = 0xcbf29ce484222325ull, all;
+	uint64_t h = HASH_START, all;
 	int(*out)[4], in[4];
 	MPI_Request *rq;
 
@@ -63,14 +54,14 @@ int main(int argc, char **argv)
 					it, m, in[0], in[1], in[2]);
 				MPI_Abort(MPI_COMM_WORLD, 1);
 			}
-			h = mix(h, in, sizeof(in));
+			h = hash_mix(h, in, sizeof(in));
 		}
 		MPI_Waitall(burst, rq, MPI_STATUSES_IGNORE);
 		if (it % 16 == 15) {
 			uint64_t g;
 
 			MPI_Allreduce(&h, &g, 1, MPI_UINT64_T, MPI_BXOR, MPI_COMM_WORLD);
-			h = mix(h, &g, sizeof(g));
+			h = hash_mix(h, &g, sizeof(g));
 		}
 	}
 	MPI_Reduce(&h, &all, 1, MPI_UINT64_T, MPI_BXOR, 0, MPI_COMM_WORLD);

@@ -23,16 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t mix(uint64_t h, const void *buf, size_t len)
-{
-	const unsigned char *p = buf;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
+#include "hash.h"
 
 int main(int argc, char **argv)
 {
@@ -41,7 +32,7 @@ int main(int argc, char **argv)
 	int rank, size, half_id, hrank, hsize, left, right, dims[1] = {0}, periods[1] = {1};
 	MPI_Comm half, ring;
 	MPI_Group world_group, half_group;
-	uint64_t h = 0xcbf29ce484222325ull, other;
+	uint64_t h = HASH_START, other;
 	double *u;
 
 	MPI_Init(&argc, &argv);
@@ -74,15 +65,15 @@ int main(int argc, char **argv)
 		MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_SUM, half);
 		m = u[1 + it % n];
 		MPI_Allreduce(MPI_IN_PLACE, &m, 1, MPI_DOUBLE, MPI_MAX, ring);
-		h = mix(h, &s, sizeof(s));
-		h = mix(h, &m, sizeof(m));
+		h = hash_mix(h, &s, sizeof(s));
+		h = hash_mix(h, &m, sizeof(m));
 		if (create && it % 64 == 0) {
 			MPI_Comm made;
 			double t = s + it;
 
 			MPI_Comm_create_group(MPI_COMM_WORLD, half_group, 5, &made);
 			MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_SUM, made);
-			h = mix(h, &t, sizeof(t));
+			h = hash_mix(h, &t, sizeof(t));
 			MPI_Comm_free(&made);
 		}
 		if (create && it % 256 == 0) {
@@ -92,7 +83,7 @@ int main(int argc, char **argv)
 			MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, half_id ? 0 : size / 2, 6,
 					     &inter);
 			MPI_Allreduce(&s, &theirs, 1, MPI_DOUBLE, MPI_SUM, inter);
-			h = mix(h, &theirs, sizeof(theirs));
+			h = hash_mix(h, &theirs, sizeof(theirs));
 			MPI_Comm_free(&inter);
 		}
 	}

@@ -17,19 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "hash.h"
+
 #define TAG_TASK 1
 #define TAG_STOP 2
-
-static uint64_t mix(uint64_t h, const void *buf, size_t len)
-{
-	const unsigned char *p = buf;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
 
 /* A worker's answer to task t: len values, a little work each. */
 static int work(int t, int n, double *out)
@@ -60,7 +51,7 @@ int main(int argc, char **argv)
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
 	if (rank == 0) {
-		uint64_t h = 0xcbf29ce484222325ull, *hs = calloc(tasks, sizeof(*hs));
+		uint64_t h = HASH_START, *hs = calloc(tasks, sizeof(*hs));
 		int *owner = malloc(sizeof(int) * size), next = 0, done = 0;
 
 		/* One task to each worker to begin with. */
@@ -87,14 +78,14 @@ int main(int argc, char **argv)
 			}
 			MPI_Recv(buf, count, MPI_DOUBLE, w, st.MPI_TAG, MPI_COMM_WORLD,
 				 MPI_STATUS_IGNORE);
-			hs[t] = mix(0xcbf29ce484222325ull, buf, sizeof(double) * count);
+			hs[t] = hash_mix(HASH_START, buf, sizeof(double) * count);
 			done++;
 			t = next < tasks ? next++ : -1;
 			owner[w] = t;
 			MPI_Send(&t, 1, MPI_INT, w, t < 0 ? TAG_STOP : TAG_TASK, MPI_COMM_WORLD);
 		}
 		for (int t = 0; t < tasks; t++)
-			h = mix(h, &hs[t], sizeof(hs[t]));
+			h = hash_mix(h, &hs[t], sizeof(hs[t]));
 		printf("master: n=%d tasks=%d ranks=%d hash=%016llx\n", n, tasks, size,
 		       (unsigned long long)h);
 		free(hs);

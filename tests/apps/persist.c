@@ -18,16 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t hash = 0xcbf29ce484222325ull;
+#include "hash.h"
+
+static uint64_t hash = HASH_START;
 
 static void mix(const void *buf, size_t len)
 {
-	const unsigned char *p = buf;
-
-	for (size_t i = 0; i < len; i++) {
-		hash ^= p[i];
-		hash *= 0x100000001b3ull;
-	}
+	hash = hash_mix(hash, buf, len);
 }
 
 int main(int argc, char **argv)

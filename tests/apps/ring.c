@@ -18,16 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t mix(uint64_t h, const void *buf, size_t len)
-{
-	const unsigned char *p = buf;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
+#include "hash.h"
 
 int main(int argc, char **argv)
 {
@@ -35,7 +26,7 @@ int main(int argc, char **argv)
 	int any = argc > 3 && !strcmp(argv[3], "--any");
 	int rank, size, left, right;
 	double *u, *in[2];
-	uint64_t h = 0xcbf29ce484222325ull, all;
+	uint64_t h = HASH_START, all;
 	MPI_Request rq;
 	MPI_Status st;
 
@@ -69,7 +60,7 @@ int main(int argc, char **argv)
 				st.MPI_TAG);
 			MPI_Abort(MPI_COMM_WORLD, 1);
 		}
-		h = mix(h, got, sizeof(double) * 8);
+		h = hash_mix(h, got, sizeof(double) * 8);
 		u[0] = got[it % 8];
 		rq = next;
 	}
