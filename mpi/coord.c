@@ -203,6 +203,25 @@ static void wait_at_entry(void)
 	pthread_mutex_lock(&SH.lock);
 }
 
+/* Under the lock, at the entry of a collective during an attempt: while
+ * this rank is level with every member everywhere, it stops here (and
+ * takes the checkpoint here when every rank may stop); it goes on once it
+ * is behind somewhere (a member went further) or the attempt is over. */
+static void hold_while_level(void)
+{
+	for (;;) {
+		if (LOAD(SH.stop)) {
+			pthread_mutex_unlock(&SH.lock);
+			take_checkpoint();
+			pthread_mutex_lock(&SH.lock);
+			continue;
+		}
+		if (!LOAD(SH.pending) || !coord_converged())
+			break;
+		wait_at_entry();
+	}
+}
+
 static void gate(MPI_Comm comm, int blocking)
 {
 	struct comm_info *ci = clocks_of(comm);
@@ -225,17 +244,7 @@ static void gate(MPI_Comm comm, int blocking)
 		return;
 	}
 	pthread_mutex_lock(&SH.lock);
-	for (;;) {
-		if (LOAD(SH.stop)) {
-			pthread_mutex_unlock(&SH.lock);
-			take_checkpoint();
-			pthread_mutex_lock(&SH.lock);
-			continue;
-		}
-		if (!LOAD(SH.pending) || !coord_converged())
-			break;
-		wait_at_entry();
-	}
+	hold_while_level();
 	/* Looked up again: a restart may have resumed in take_checkpoint(). */
 	ci = clocks_of(comm);
 	if (ci) {
@@ -275,17 +284,7 @@ void coord_ungated(void)
 	}
 	pthread_mutex_lock(&SH.lock);
 	STORE(SH.in_ungated, 0);
-	for (;;) {
-		if (LOAD(SH.stop)) {
-			pthread_mutex_unlock(&SH.lock);
-			take_checkpoint();
-			pthread_mutex_lock(&SH.lock);
-			continue;
-		}
-		if (!LOAD(SH.pending) || !coord_converged())
-			break;
-		wait_at_entry();
-	}
+	hold_while_level();
 	STORE(SH.in_ungated, 1);
 	pthread_mutex_unlock(&SH.lock);
 }
