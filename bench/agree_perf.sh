@@ -17,7 +17,8 @@ ckpts=${AGREE_PERF_CHECKPOINTS:-8}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 dir=$(mktemp -d /tmp/stasis-bench.XXXXXX)
 trap 'pkill -9 -f "$apps/" 2>/dev/null || true; rm -rf "$dir"' EXIT
-export STASIS_SCHEME=xor STASIS_SET_SIZE=$np STASIS_INTERVAL=0.5 STASIS_VERBOSE=2
+# Each rank a node of its own, with its own directory, as on a cluster.
+export STASIS_SCHEME=xor STASIS_SET_SIZE=$np STASIS_FAILURE_DOMAIN=1 STASIS_INTERVAL=0.5 STASIS_VERBOSE=2
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print NR ? ((NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) : "-" }'; }
 
@@ -25,7 +26,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print NR ? ((NR % 2) ? v[(NR + 1)
 one() {
 	local name=$1 log=$dir/$1.err pid
 	shift
-	export STASIS_DIR=$dir/ckpt-$name
+	export STASIS_DIR=$dir/ckpt-$name/node%n
 	setsid "$build/tools/stasis-run" mpirun --oversubscribe -np "$np" "$@" >/dev/null 2>"$log" &
 	pid=$!
 	while (($(grep -c 'committed' "$log") < ckpts)); do
