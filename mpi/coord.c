@@ -126,6 +126,7 @@ void coord_start(struct session *s)
 	sess = s;
 	SH.rank = s->rank;
 	SH.size = s->size;
+	SH.ready = !s->cfg.restart;
 	ret = oob_start(s->comm, s->rank, s->size, &SH.fds, err, sizeof(err));
 	if (ret) {
 		if (err[0])
@@ -156,7 +157,16 @@ static void take_checkpoint(void)
 {
 	uint64_t attempt = SH.attempt;
 
-	drain_and_checkpoint(sess);
+	if (drain_and_checkpoint(sess)) {
+		/* A restart resumed here: attempt and the shared state are the new
+		 * process's, where no attempt got past this rank's answer. */
+		pthread_mutex_lock(&SH.lock);
+		SH.ready = true;
+		pthread_mutex_unlock(&SH.lock);
+		coord_wake();
+		coord_flag = LOAD(SH.pending) || drain_pending();
+		return;
+	}
 	pthread_mutex_lock(&SH.lock);
 	STORE(SH.stop, 0);
 	STORE(SH.pending, 0);

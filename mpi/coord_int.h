@@ -54,6 +54,13 @@ struct coord_shared {
 	int *fds;     /* oob_start() */
 	bool blocked; /* the program used a feature stasis cannot restore */
 	bool quit;
+	/* The program's thread runs on its own memory: false in a restarted
+	 * process until it has resumed. An attempt announced before then is
+	 * answered once it has (deferred): the restore overwrites the clocks
+	 * and handle tables an answer reads, and the resume must find no
+	 * attempt half agreed without it. */
+	bool ready;
+	uint64_t deferred; /* attempt to answer once ready; 0: none */
 };
 
 extern struct coord_shared coord_sh;

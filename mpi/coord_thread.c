@@ -80,24 +80,37 @@ static void report_clock(struct comm_info *ci, void *arg)
 	c->n++;
 }
 
-static void client_handle(const struct oob_msg *m)
+/* Rank 0 starts attempt a: report this rank's clocks. A restarted rank
+ * still restoring answers once it has resumed (coord_int.h, ready). */
+static void answer_intent(uint64_t a)
 {
 	struct seq_ctx c = {0};
+
+	pthread_mutex_lock(&SH.lock);
+	if (!SH.ready) {
+		SH.deferred = a;
+		pthread_mutex_unlock(&SH.lock);
+		return;
+	}
+	SH.deferred = 0;
+	SH.attempt = a;
+	SH.ntargets = 0;
+	/* Before reading the counts: a collective entered meanwhile
+	 * either is in them or sees the attempt (coord.c). */
+	STORE(SH.pending, 1);
+	pthread_mutex_unlock(&SH.lock);
+	coord_flag = 1;
+	clocks_walk(report_clock, &c);
+	to_leader(MSG_SEQ_END, a, LOAD(SH.blocked) || (session_get() && session_get()->blocked_by));
+}
+
+static void client_handle(const struct oob_msg *m)
+{
 	uint64_t bits;
 
 	switch (m->type) {
 	case MSG_INTENT:
-		pthread_mutex_lock(&SH.lock);
-		SH.attempt = m->a;
-		SH.ntargets = 0;
-		/* Before reading the counts: a collective entered meanwhile
-		 * either is in them or sees the attempt (coord.c). */
-		STORE(SH.pending, 1);
-		pthread_mutex_unlock(&SH.lock);
-		coord_flag = 1;
-		clocks_walk(report_clock, &c);
-		to_leader(MSG_SEQ_END, m->a,
-			  LOAD(SH.blocked) || (session_get() && session_get()->blocked_by));
+		answer_intent(m->a);
 		break;
 	case MSG_TARGET:
 		pthread_mutex_lock(&SH.lock);
@@ -366,6 +379,8 @@ void *coord_thread_main(void *arg)
 			while (read(SH.wake[0], buf, sizeof(buf)) > 0)
 				;
 		flush_queue();
+		if (LOAD(SH.ready) && LOAD(SH.deferred))
+			answer_intent(LOAD(SH.deferred));
 		for (int i = 1; i < n; i++) {
 			struct oob_msg m;
 

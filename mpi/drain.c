@@ -310,7 +310,7 @@ static void say_drained(struct session *s, uint64_t id)
 			(unsigned long long)id, (unsigned long long)all);
 }
 
-void drain_and_checkpoint(struct session *s)
+bool drain_and_checkpoint(struct session *s)
 {
 	double t0 = now();
 	int ret, ok;
@@ -334,7 +334,7 @@ void drain_and_checkpoint(struct session *s)
 			/* A restart: this is a new process, its memory the image's. */
 			mpi_req_repost();
 			resend_drained(s);
-			return;
+			return true;
 		}
 	} else if (s->rank == 0) {
 		pr_warn("checkpoint skipped: %s",
@@ -345,6 +345,7 @@ void drain_and_checkpoint(struct session *s)
 	mpi_req_repost();
 	resend_drained(s);
 	safepoint_checkpoint_done(ret ? -1 : now() - t0);
+	return false;
 }
 
 /* --- carried across a restart --------------------------------------------------------- */

@@ -17,8 +17,9 @@
 struct session;
 
 /* Collective over the world, every rank stopped: drain, take the
- * checkpoint, post receives again, send drained messages again. */
-void drain_and_checkpoint(struct session *s);
+ * checkpoint, post receives again, send drained messages again. Returns
+ * true in a restarted process that has just resumed here. */
+bool drain_and_checkpoint(struct session *s);
 /* Sends stasis made again that the program has not received yet: free
  * those that completed (at every poll). */
 void drain_progress(void);
