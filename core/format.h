@@ -136,8 +136,8 @@ struct signals_record {
 	uint64_t altstack_sp;		/* the main thread's sigaltstack() */
 	uint64_t altstack_size;
 	uint32_t altstack_flags; /* SS_DISABLE when there is none */
-	uint32_t reserved;
-	uint64_t pending; /* signals pending for the main thread (blocked) */
+	uint32_t pdeathsig;	 /* prctl(PR_SET_PDEATHSIG), 0 none */
+	uint64_t pending;	 /* signals pending for the main thread (blocked) */
 };
 
 /* REGION_MAPS: what the image expects of the address space it is put back

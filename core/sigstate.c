@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -55,6 +56,7 @@ static void defer(int sig, siginfo_t *si, void *ctx)
 	(void)ctx;
 	__atomic_fetch_or(&deferred, 1ull << (sig - 1), __ATOMIC_RELAXED);
 }
+
 static atomic_flag locked = ATOMIC_FLAG_INIT;
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 
@@ -277,9 +279,9 @@ int sigstate_sigaction(int sig, const struct sigaction *act, struct sigaction *o
 	return 0;
 }
 
-/* --- checkpoint ---------------------------------------------------------------------------
+/* --- checkpoint --------------------------------------------------------------------------- */
 
- * While a checkpoint is taken (and while a restart puts memory back) the
+/* While a checkpoint is taken (and while a restart puts memory back) the
  * program's handlers must not run anywhere: the image is one instant of
  * the program, and a process-directed signal goes to any thread that does
  * not block it, the MPI library's too, where the handler would write
@@ -429,6 +431,12 @@ bool sigstate_capture(struct image_region *out)
 		rec->altstack_size = ss.ss_size;
 		rec->altstack_flags = ss.ss_flags & ~SS_ONSTACK;
 	}
+	{
+		int pdeath = 0;
+
+		if (!prctl(PR_GET_PDEATHSIG, &pdeath, 0, 0, 0) && pdeath > 0 && pdeath < NSIGS)
+			rec->pdeathsig = pdeath;
+	}
 	if (!sigpending(&pending)) {
 		/* Noted while held: raised again after this checkpoint, and
 		 * after a restart from it. */
@@ -458,7 +466,8 @@ int sigstate_load(const void *data, size_t len, char *why, size_t whylen)
 	}
 	for (int w = 0; w < 3; w++)
 		if (rec->itimer[w].value_us / 1000000u > (uint64_t)INT32_MAX ||
-		    rec->itimer[w].interval_us / 1000000u > (uint64_t)INT32_MAX) {
+		    rec->itimer[w].interval_us / 1000000u > (uint64_t)INT32_MAX ||
+		    rec->pdeathsig >= NSIGS) {
 			snprintf(why, whylen, "the record of the program's signals is damaged");
 			return -EBADMSG;
 		}
@@ -539,6 +548,8 @@ void sigstate_resumed(void)
 		if (setitimer(w, &it, NULL))
 			pr_warn("cannot arm interval timer %d again: %s", w, strerror(errno));
 	}
+	if (restored.pdeathsig && prctl(PR_SET_PDEATHSIG, restored.pdeathsig, 0, 0, 0))
+		pr_warn("cannot set the parent-death signal again: %s", strerror(errno));
 	/* Pending for the main thread: raised to it again, delivered once the
 	 * program's mask lets them through. */
 	for (int sig = 1; sig < NSIGS; sig++)

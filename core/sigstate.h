@@ -3,7 +3,8 @@
  * What the kernel keeps of them - the dispositions the program sets
  * (through any libc entry point: sigaction, signal, bsd_signal, sysv_signal,
  * sigset, ...), the main thread's alternate signal stack, the interval
- * timers (setitimer, alarm) and the signals pending for the main thread -
+ * timers (setitimer, alarm), the parent-death signal (prctl) and the
+ * signals pending for the main thread -
  * is saved in REGION_SIGNALS and put back by a restart. The main thread's
  * signal mask travels in its saved context (setcontext restores it).
  *
