@@ -15,8 +15,7 @@
  * Version 4: the saved state lost a counter, the MPI region carries
  * requests and drained messages (issue 8), and REGION_WHERE holds the
  * program's stack (issue 12), and stasis_hash the build of stasis.
- * Version 5: REGION_SIGNALS (signal dispositions, interval timers) and
- * REGION_MAPS (protections, mapping kinds, the objects the image expects).
+ * Version 5: REGION_SIGNALS (signals, timers) and REGION_MAPS (protections, mapping kinds).
  */
 #ifndef STASIS_FORMAT_H
 #define STASIS_FORMAT_H

@@ -3,9 +3,9 @@
  * mapping state a restart must put back, recorded by core/maps.c or
  * refused.
  *
- * - Anonymous mmap()s, private or MAP_SHARED, at an address the kernel
- *   picks (a hint is only a hint), come from the arena, whose addresses a
- *   restart's runtime can never take. A MAP_SHARED one is private memory
+ * - Anonymous mmap()s (of /dev/zero too), private or MAP_SHARED, at an
+ *   address the kernel picks (a hint is only a hint), come from the arena,
+ *   whose addresses a restart's runtime can never take. A MAP_SHARED one is private memory
  *   until the program forks: then it is made truly shared, so that the
  *   child shares it as without stasis, and checkpoints stop (the child is
  *   not part of the image).
@@ -31,6 +31,8 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/shm.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -61,6 +63,15 @@ static void *raw_mmap(void *addr, size_t length, int prot, int flags, int fd, of
 	return (void *)syscall(SYS_mmap, addr, length, prot, flags, fd, offset);
 }
 
+/* /dev/zero is anonymous memory, private or shared, the way it was asked
+ * for before MAP_ANONYMOUS (mem(4)). */
+static bool is_dev_zero(int fd)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 5);
+}
+
 static void *program_mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
 {
 	int type = flags & MAP_TYPE;
@@ -68,6 +79,8 @@ static void *program_mmap(void *addr, size_t length, int prot, int flags, int fd
 	const char *refused = NULL;
 	void *p;
 
+	if (!(flags & MAP_ANONYMOUS) && is_dev_zero(fd))
+		flags |= MAP_ANONYMOUS;
 	if (!(flags & MAP_ANONYMOUS))
 		refused = "mmap() of a file";
 	else if (flags & MAP_HUGETLB)

@@ -13,8 +13,9 @@
  *   - a PROT_NONE guard page holding a pattern, checked every CHECK
  *     iterations by a read the handler catches, its pattern hashed at the
  *     end;
- *   - an anonymous MAP_SHARED mapping, and a MAP_FIXED mapping over part of
- *     an earlier mapping of its own, both written every iteration;
+ *   - an anonymous MAP_SHARED mapping, a MAP_FIXED mapping over part of
+ *     an earlier mapping of its own, and a private mapping of /dev/zero,
+ *     all written every iteration;
  *   - /proc/self/maps read every CHECK iterations: the trampoline r-x, the
  *     read-only pages r--, the guard page ---.
  *
@@ -24,6 +25,7 @@
  *   tramp: n=<N> iters=<ITERS> faults=<sum> expected=<3*checks*ranks> maps=<ok ranks> hash=<16 hex>
  */
 #include <mpi.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -31,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "hash.h"
 
@@ -43,7 +46,7 @@ typedef int (*tramp_fn)(int);
 
 static char static_ro[PAGE] __attribute__((aligned(PAGE)));
 static unsigned char *tramp;
-static char *ro, *guard, *shared_map, *fixed_map;
+static char *ro, *guard, *shared_map, *fixed_map, *zero_map;
 static sigjmp_buf jump;
 static volatile sig_atomic_t armed;
 static long faults;
@@ -137,8 +140,16 @@ int main(int argc, char **argv)
 	    mmap(NULL, SHARED_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	fixed_map =
 	    mmap(NULL, 4 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	{
+		int fd = open("/dev/zero", O_RDWR);
+
+		zero_map = fd < 0 ? MAP_FAILED
+				  : mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+		if (fd >= 0)
+			close(fd);
+	}
 	if (!u || n < 1 || iters < 1 || tramp == MAP_FAILED || map == MAP_FAILED ||
-	    shared_map == MAP_FAILED || fixed_map == MAP_FAILED)
+	    shared_map == MAP_FAILED || fixed_map == MAP_FAILED || zero_map == MAP_FAILED)
 		fail("tramp: bad arguments or out of memory");
 	memset(fixed_map, 0x5a, 4 * PAGE);
 	/* Fresh pages over the middle of a mapping of its own: zero there. */
@@ -176,6 +187,7 @@ int main(int argc, char **argv)
 		}
 		shared_map[(it * 61) % SHARED_BYTES] += (char)it;
 		fixed_map[(it * 67) % (4 * PAGE)] += (char)(it + 1);
+		zero_map[(it * 71) % PAGE] += (char)(it + 2);
 		MPI_Allreduce(&sum, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 		u[it % n] += total * 1e-9;
 		h = hash_mix(h, &total, sizeof(total));
@@ -196,6 +208,7 @@ int main(int argc, char **argv)
 	h = hash_mix(h, static_ro, PAGE);
 	h = hash_mix(h, shared_map, SHARED_BYTES);
 	h = hash_mix(h, fixed_map, 4 * PAGE);
+	h = hash_mix(h, zero_map, PAGE);
 	h = hash_mix(h, u, n * sizeof(*u));
 	counts[0] = faults;
 	counts[1] = maps_ok;
