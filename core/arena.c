@@ -407,6 +407,47 @@ int arena_unmap(void *addr, size_t length)
 	return err;
 }
 
+int arena_remap(void *addr, size_t length)
+{
+	struct root *r = R;
+	uint64_t q = (uint64_t)((char *)addr - BASE) >> PAGE_SHIFT, first = q, end;
+	int err = 0;
+
+	if (((uintptr_t)addr & (PAGE - 1)) || !length || !arena_contains(addr) ||
+	    length > STASIS_ARENA_SIZE - ((char *)addr - BASE) || !ready())
+		return -EINVAL;
+	end = q + ((length + PAGE - 1) >> PAGE_SHIFT);
+	lock(r);
+	while (!err && q < end) {
+		uint64_t h = q < r->top ? arena_run_head(q) : 0;
+
+		if (!h || ent(h)->kind != PK_MAP)
+			err = -EINVAL;
+		else
+			q = h + ent(h)->npages;
+	}
+	if (!err) {
+		mprotect(page_addr(first), (end - first) << PAGE_SHIFT, PROT_READ | PROT_WRITE);
+		arena_discard(first, end - first);
+	}
+	unlock(r);
+	return err;
+}
+
+int arena_zero(void *addr, size_t length)
+{
+	uint64_t first = (uint64_t)((char *)addr - BASE) >> PAGE_SHIFT;
+	uint64_t n = (length + PAGE - 1) >> PAGE_SHIFT;
+
+	if (((uintptr_t)addr & (PAGE - 1)) || !length || !arena_contains(addr) || !ready() ||
+	    ((first + n) << PAGE_SHIFT) > arena_committed())
+		return -EINVAL;
+	lock(R);
+	arena_discard(first, n);
+	unlock(R);
+	return 0;
+}
+
 size_t arena_committed(void)
 {
 	size_t c;

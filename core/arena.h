@@ -61,6 +61,16 @@ size_t arena_usable_size(const void *ptr); /* 0 for a pointer that is not a bloc
 void *arena_map(size_t length);
 int arena_unmap(void *addr, size_t length);
 
+/* The program mmap()ed with MAP_FIXED over [addr, addr + length): every page
+ * must lie in an arena_map() mapping of its own (else -EINVAL, nothing
+ * done); the pages become zero-filled and read-write again, as a fresh
+ * mapping's (the discard hook hears of them). */
+int arena_remap(void *addr, size_t length);
+/* Drop the committed pages of [addr, addr + length) (madvise(MADV_DONTNEED)
+ * by the program): they read back as zero; the discard hook hears of them.
+ * -EINVAL unless the range lies in the committed part. */
+int arena_zero(void *addr, size_t length);
+
 /* The committed range [base, base + *length) that a checkpoint must save. */
 size_t arena_committed(void);
 /* Make [base, base + length) accessible before a restore writes it. Bytes

@@ -10,11 +10,13 @@
 #include "flush.h"
 #include "image.h"
 #include "log.h"
+#include "maps.h"
 #include "redset.h"
 #include "regions.h"
 #include "retention.h"
 #include "safepoint.h"
 #include "session.h"
+#include "sigstate.h"
 #include "space.h"
 #include "state.h"
 #include "tracking.h"
@@ -99,7 +101,8 @@ static void write_shadow(struct session *s, struct image_header *hdr,
  * of an incremental image) and the same regions saved whole. Runtime
  * globals, as `captured`: a retry after making room reuses them. */
 static struct region regions[MAX_REGIONS];
-static struct image_region out[MAX_REGIONS + 2], whole[MAX_REGIONS + 2]; /* + MPI, + where */
+/* + MPI, where, signals, maps */
+static struct image_region out[MAX_REGIONS + 4], whole[MAX_REGIONS + 4];
 static int nout;
 
 /* Collect the application's memory and agree whether an incremental image
@@ -133,6 +136,14 @@ static int prepare_image(struct session *s, bool *incremental, char *err, size_t
 			 * stasis-inspect. */
 			if (where_capture(&out[n]))
 				n++;
+			/* What the kernel keeps of the program, and the mappings
+			 * a restart checks before it puts the memory back. */
+			if (sigstate_capture(&out[n]))
+				n++;
+			ret = maps_capture(&out[n], err, errlen);
+			n = ret ? ret : n + 1;
+		}
+		if (n >= 0) {
 			for (int i = 0; i < n; i++)
 				whole[i] = (struct image_region){out[i].addr, out[i].length,
 								 out[i].kind, NULL};
@@ -279,6 +290,7 @@ int checkpoint_take(struct session *s)
 {
 	uint64_t id = s->next_id++;
 	double t0 = now();
+	int ret;
 
 	/* Output the program wrote before the checkpoint must not sit in a
 	 * buffer of this process only. */
@@ -293,13 +305,21 @@ int checkpoint_take(struct session *s)
 		s->last_id = resumed_id;
 		last_commit_ns = created_ns(s, resumed_id);
 		mpi_state_resumed();
+		sigstate_resumed();
 		safepoint_resumed();
 		if (s->rank == 0 && s->cfg.verbose >= 1)
 			fprintf(stderr, "stasis: resumed from checkpoint %llu\n",
 				(unsigned long long)resumed_id);
 		return CHECKPOINT_RESUMED;
 	}
-	return write_and_commit(s, id, t0);
+	/* One instant of the program: its handlers wait, and what it made
+	 * unreadable is read (maps.h). */
+	sigstate_hold();
+	maps_save_begin();
+	ret = write_and_commit(s, id, t0);
+	maps_save_end();
+	sigstate_release();
+	return ret;
 }
 
 /* The rest of checkpoint_take, out of the function that calls getcontext. */

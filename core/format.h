@@ -15,6 +15,7 @@
  * Version 4: the saved state lost a counter, the MPI region carries
  * requests and drained messages (issue 8), and REGION_WHERE holds the
  * program's stack (issue 12), and stasis_hash the build of stasis.
+ * Version 5: REGION_SIGNALS (signals, timers) and REGION_MAPS (protections, mapping kinds).
  */
 #ifndef STASIS_FORMAT_H
 #define STASIS_FORMAT_H
@@ -23,7 +24,7 @@
 
 #define STASIS_IMAGE_MAGIC "STASISIM" /* 8 bytes, no NUL stored */
 #define STASIS_COMMIT_MAGIC "STASISOK"
-#define STASIS_FORMAT_VERSION 4u
+#define STASIS_FORMAT_VERSION 5u
 #define STASIS_PAGE 4096u
 #define STASIS_STATE_MAX 3072u /* opaque saved state (registers, counters) */
 
@@ -38,12 +39,14 @@ enum region_kind {
 	REGION_STACK = 3, /* main thread's stack, saved whole */
 	/* Kinds from here on are not memory: data the image carries, never
 	 * written into the address space, never incremental. */
-	REGION_MPI = 4, /* the program's MPI objects (mpi/state.h); addr is 0 */
-	REGION_WHERE = 5, /* where the checkpoint was taken: struct where_record */
+	REGION_MPI = 4,	    /* the program's MPI objects (mpi/state.h); addr is 0 */
+	REGION_WHERE = 5,   /* where the checkpoint was taken: struct where_record */
+	REGION_SIGNALS = 7, /* signal dispositions and timers: struct signals_record */
+	REGION_MAPS = 8,    /* protections, mapping kinds, objects: struct maps_record */
 };
 
 #define REGION_FIRST_DATA REGION_MPI
-#define REGION_LAST REGION_WHERE
+#define REGION_LAST REGION_MAPS
 
 enum region_flags {
 	REGION_PARTIAL = 1u << 0, /* incremental: bitmap + dirty pages only */
@@ -103,6 +106,72 @@ struct where_record {
 	uint32_t nframes;    /* <= STASIS_WHERE_FRAMES */
 	uint32_t frame_size; /* sizeof(struct where_frame) */
 	struct where_frame frame[];
+};
+
+/* REGION_SIGNALS: what the kernel keeps of the program's signals
+ * (core/sigstate.h). Signal sets are 64-bit masks, signal s as bit s - 1. */
+#define STASIS_SIGNALS_MAGIC "STASISSG"
+#define STASIS_SIGNALS_MAX 65 /* signals 1..64, index = signal number */
+
+struct signal_action {
+	uint64_t handler; /* SIG_DFL 0, SIG_IGN 1, else the function's address */
+	uint64_t flags;	  /* sa_flags, SA_RESTORER cleared */
+	uint64_t mask;	  /* sa_mask */
+	uint32_t saved;	  /* 1: the program's disposition, put back by a restart */
+	uint32_t reserved;
+};
+
+struct signal_itimer {
+	uint64_t value_us;    /* time left when the checkpoint was taken, 0: disarmed */
+	uint64_t interval_us; /* period */
+};
+
+struct signals_record {
+	char magic[8];	      /* STASIS_SIGNALS_MAGIC */
+	uint32_t record_size; /* sizeof(struct signals_record) */
+	uint32_t nsig;	      /* STASIS_SIGNALS_MAX */
+	struct signal_action action[STASIS_SIGNALS_MAX];
+	struct signal_itimer itimer[3]; /* ITIMER_REAL, ITIMER_VIRTUAL, ITIMER_PROF */
+	uint64_t altstack_sp;		/* the main thread's sigaltstack() */
+	uint64_t altstack_size;
+	uint32_t altstack_flags; /* SS_DISABLE when there is none */
+	uint32_t pdeathsig;	 /* prctl(PR_SET_PDEATHSIG), 0 none */
+	uint64_t pending;	 /* signals pending for the main thread (blocked) */
+};
+
+/* REGION_MAPS: what the image expects of the address space it is put back
+ * into (core/maps.h): the application libraries, by load address and file
+ * contents, the top of the main stack, and the memory of the image whose
+ * protection or kind is not the default (read-write, private). A
+ * struct maps_record, then nobjects struct maps_object, then nranges
+ * struct maps_range sorted by address, without overlaps. */
+#define STASIS_MAPS_MAGIC "STASISMP"
+
+enum maps_flags {
+	MAPS_SHARED = 1u << 0,	   /* an anonymous MAP_SHARED mapping */
+	MAPS_DONTFORK = 1u << 1,   /* madvise(MADV_DONTFORK) */
+	MAPS_WIPEONFORK = 1u << 2, /* madvise(MADV_WIPEONFORK) */
+	MAPS_DONTDUMP = 1u << 3,   /* madvise(MADV_DONTDUMP) */
+};
+
+struct maps_object {
+	uint64_t base;	    /* load address (bias) */
+	uint64_t file_crc;  /* crc64 of the file, 0 when it could not be read */
+	uint64_t file_size; /* bytes */
+	char path[232];	    /* as the dynamic linker found it */
+};
+
+struct maps_range {
+	uint64_t start, end; /* page aligned */
+	uint32_t prot;	     /* PROT_READ | PROT_WRITE | PROT_EXEC, or PROT_NONE */
+	uint32_t flags;	     /* enum maps_flags */
+};
+
+struct maps_record {
+	char magic[8]; /* STASIS_MAPS_MAGIC */
+	uint32_t record_size, object_size, range_size, reserved;
+	uint32_t nobjects, nranges;
+	uint64_t stack_top; /* end of the [stack] mapping */
 };
 
 /* Commit record <dir>/ckpt-<id>.r<rank>.done : written after every rank has

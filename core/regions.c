@@ -20,10 +20,11 @@
 
 struct object {
 	char name[256]; /* basename; "" for the executable */
+	char path[256]; /* as the dynamic linker found it; "" for the executable */
 	uintptr_t base;
 	const ElfW(Dyn) *dynamic;
-	struct span text[MAX_SEGS], data[MAX_SEGS];
-	int ntext, ndata;
+	struct span text[MAX_SEGS], data[MAX_SEGS], load[2 * MAX_SEGS];
+	int ntext, ndata, nload;
 	bool runtime;
 	bool libc;
 };
@@ -39,6 +40,7 @@ static size_t nexclusions;
 #define MAX_DATA 256
 static struct span data_spans[MAX_DATA];
 static int ndata;
+static uintptr_t stack_top; /* end of the [stack] mapping */
 static bool ready;
 
 static const char *base_name(const char *path)
@@ -58,6 +60,7 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *data)
 	o = &objects[nobjects++];
 	memset(o, 0, sizeof(*o));
 	snprintf(o->name, sizeof(o->name), "%s", base_name(info->dlpi_name));
+	snprintf(o->path, sizeof(o->path), "%s", info->dlpi_name);
 	o->base = info->dlpi_addr;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -68,6 +71,8 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *data)
 			o->dynamic = (const ElfW(Dyn) *)start;
 		if (ph->p_type != PT_LOAD)
 			continue;
+		if (o->nload < 2 * MAX_SEGS)
+			o->load[o->nload++] = s;
 		if ((ph->p_flags & PF_X) && o->ntext < MAX_SEGS)
 			o->text[o->ntext++] = s;
 		if ((ph->p_flags & PF_W) && o->ndata < MAX_SEGS)
@@ -180,10 +185,9 @@ bool regions_app_code(uintptr_t pc)
 	return false;
 }
 
-/* Calls fn(start, end, perms, path) for each line of /proc/self/maps, read
- * without malloc (this runs inside the checkpoint, and from tools). */
-static int for_each_mapping(void (*fn)(uintptr_t, uintptr_t, const char *, const char *, void *),
-			    void *arg)
+/* Read without malloc (this runs inside the checkpoint, and from tools). */
+int regions_walk_maps(void (*fn)(uintptr_t, uintptr_t, const char *, const char *, void *),
+		      void *arg)
 {
 	static char buf[1 << 16];
 	size_t have = 0;
@@ -268,6 +272,9 @@ static void add_region(struct collect_ctx *c, uintptr_t start, uintptr_t end, ui
 	c->n++;
 }
 
+static void find_stack(uintptr_t start, uintptr_t end, const char *perms, const char *path,
+		       void *arg);
+
 int regions_init(void)
 {
 	uintptr_t self = (uintptr_t)&regions_init;
@@ -302,8 +309,14 @@ int regions_init(void)
 	objects[0].runtime = false; /* the executable */
 	read_copy_relocations(&objects[0]);
 	ndata = 0;
-	if (for_each_mapping(find_data, NULL))
+	if (regions_walk_maps(find_data, NULL))
 		return -EIO;
+	{
+		struct collect_ctx c = {0};
+
+		if (!regions_walk_maps(find_stack, &c))
+			stack_top = c.stack_top;
+	}
 	ready = true;
 	return 0;
 }
@@ -327,7 +340,7 @@ static void find_stack(uintptr_t start, uintptr_t end, const char *perms, const 
 int regions_collect(struct region *out, int max, uintptr_t stack_low)
 {
 	struct collect_ctx c = {out, max, 0, PAGE_DOWN(stack_low), 0};
-	int ret = for_each_mapping(find_stack, &c);
+	int ret = regions_walk_maps(find_stack, &c);
 
 	if (ret)
 		return ret;
@@ -340,6 +353,79 @@ int regions_collect(struct region *out, int max, uintptr_t stack_low)
 		return -ENOENT;
 	add_region(&c, c.stack_low, c.stack_top, REGION_STACK);
 	return c.n > max ? -ENOSPC : c.n;
+}
+
+static bool is_app_object(const struct object *o)
+{
+	return !o->runtime && !o->libc;
+}
+
+bool regions_app_text(uintptr_t pc)
+{
+	for (int i = 0; i < nobjects; i++)
+		for (int t = 0; is_app_object(&objects[i]) && t < objects[i].ntext; t++)
+			if (pc >= objects[i].text[t].start && pc < objects[i].text[t].end)
+				return true;
+	return false;
+}
+
+int regions_app_library(int i, const char **path, uintptr_t *base)
+{
+	for (int k = 1; k < nobjects; k++) {
+		if (!is_app_object(&objects[k]) || i--)
+			continue;
+		*path = objects[k].path;
+		*base = objects[k].base;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+const char *regions_object_at(uintptr_t addr)
+{
+	for (int i = 0; i < nobjects; i++)
+		for (int l = 0; l < objects[i].nload; l++)
+			if (addr >= objects[i].load[l].start && addr < objects[i].load[l].end)
+				return i ? objects[i].path : "the executable";
+	return NULL;
+}
+
+/* Whether [start, end) holds a page of an application object's segments
+ * outside its saved data: code, read-only data, RELRO. */
+bool regions_app_readonly(uintptr_t start, uintptr_t end)
+{
+	for (int i = 0; i < nobjects; i++) {
+		const struct object *o = &objects[i];
+
+		for (int l = 0; is_app_object(o) && l < o->nload; l++) {
+			uintptr_t s = start > o->load[l].start ? start : o->load[l].start;
+			uintptr_t e = end < o->load[l].end ? end : o->load[l].end;
+
+			for (uintptr_t p = PAGE_DOWN(s); s < e && p < e; p += STASIS_PAGE)
+				if (!regions_in_data(p, p + STASIS_PAGE))
+					return true;
+		}
+	}
+	return false;
+}
+
+bool regions_in_data(uintptr_t start, uintptr_t end)
+{
+	for (int i = 0; i < ndata; i++)
+		if (start >= data_spans[i].start && end <= data_spans[i].end)
+			return true;
+	return false;
+}
+
+size_t regions_data(const struct span **out)
+{
+	*out = data_spans;
+	return ndata;
+}
+
+uintptr_t regions_stack_top(void)
+{
+	return stack_top;
 }
 
 size_t regions_exclusions(const struct span **out)

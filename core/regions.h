@@ -38,6 +38,31 @@ int regions_collect(struct region *out, int max, uintptr_t stack_low);
  * they are: copy-relocated MPI (and libc) objects in the executable. */
 size_t regions_exclusions(const struct span **out);
 
+/* Whether pc is code of the executable or of an application library (libc
+ * not included). */
+bool regions_app_text(uintptr_t pc);
+/* The i-th application library (0, 1, ...; the executable not included):
+ * its path as the dynamic linker found it and its load address. 0, or
+ * -ENOENT past the last. */
+int regions_app_library(int i, const char **path, uintptr_t *base);
+/* The path of the loaded object whose segments hold addr ("the
+ * executable" for it), or NULL. */
+const char *regions_object_at(uintptr_t addr);
+/* Whether [start, end) touches a page of an application object that is not
+ * its saved data (code, read-only data, RELRO). */
+bool regions_app_readonly(uintptr_t start, uintptr_t end);
+/* Whether [start, end) lies inside one span of the application's saved
+ * data, and those spans (read once at start). */
+bool regions_in_data(uintptr_t start, uintptr_t end);
+size_t regions_data(const struct span **out);
+/* The end of the main thread's stack mapping, read at start (0 unknown). */
+uintptr_t regions_stack_top(void);
+
+/* Calls fn(start, end, perms, path, arg) for each line of /proc/self/maps
+ * (path "" for an anonymous mapping). Not reentrant. */
+int regions_walk_maps(void (*fn)(uintptr_t, uintptr_t, const char *, const char *, void *),
+		      void *arg);
+
 /* Names of the application libraries, for STASIS_VERBOSE=2. */
 void regions_print(void);
 

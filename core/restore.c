@@ -13,10 +13,12 @@
 #include "interval_auto.h"
 #include "image.h"
 #include "log.h"
+#include "maps.h"
 #include "redset.h"
 #include "regions.h"
 #include "restore.h"
 #include "session.h"
+#include "sigstate.h"
 #include "state.h"
 
 #define MAX_IDS 4096
@@ -237,6 +239,7 @@ static void jump_into_image(void)
 			apply_region(&r[i], chain[c].staged[i]);
 	}
 	arena_finish_restore();
+	maps_apply();
 	stasis_depth = target.depth;
 	checkpoint_prepare_resume(target_id);
 	/* Frames restored from the image carry the old process's stack canary;
@@ -316,6 +319,51 @@ static int replay_mpi(struct session *s, uint64_t id)
 	snprintf(line, sizeof(line), "checkpoint %llu: %s", (unsigned long long)id,
 		 why[0] ? why : "the image holds no MPI state");
 	session_report(s, why[0] || s->rank == 0, line);
+	return ret;
+}
+
+/* Before anything is written into this process: every mapping the images
+ * of the chain expect is in place (maps.h) and the signal record is sound.
+ * Collective; 0, or -errno after one rank said why in one line. */
+static int verify_process(struct session *s, uint64_t id)
+{
+	static struct region mem[4096];
+	const struct image_header *h = image_header(chain[0].img);
+	const struct region_record *r = image_regions(chain[0].img);
+	const void *maps_rec = NULL, *sig_rec = NULL;
+	size_t maps_len = 0, sig_len = 0;
+	char why[1024] = "", line[1200];
+	int n = 0, ret;
+
+	for (int c = 0; c < nchain; c++) {
+		const struct region_record *cr = image_regions(chain[c].img);
+
+		for (size_t i = 0; i < image_header(chain[c].img)->nregions; i++) {
+			struct region m = {cr[i].addr, cr[i].addr + cr[i].length, cr[i].kind};
+			int k = 0;
+
+			while (k < n && (mem[k].start != m.start || mem[k].end != m.end))
+				k++;
+			if (cr[i].kind < REGION_FIRST_DATA && k == n &&
+			    n < (int)(sizeof(mem) / sizeof(mem[0])))
+				mem[n++] = m;
+		}
+	}
+	for (size_t i = 0; i < h->nregions; i++) {
+		if (r[i].kind == REGION_MAPS)
+			maps_rec = chain[0].staged[i], maps_len = r[i].length;
+		else if (r[i].kind == REGION_SIGNALS)
+			sig_rec = chain[0].staged[i], sig_len = r[i].length;
+	}
+	ret = maps_verify(mem, n, maps_rec, maps_len, why, sizeof(why));
+	if (!ret)
+		ret = sigstate_load(sig_rec, sig_len, why, sizeof(why));
+	PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, s->comm);
+	if (!ret)
+		return 0;
+	snprintf(line, sizeof(line), "checkpoint %llu cannot be restored into this process: %s",
+		 (unsigned long long)id, why);
+	session_report(s, why[0] != 0, line);
 	return ret;
 }
 
@@ -437,7 +485,7 @@ int restore_latest(struct session *s)
 	cand = id;
 	target_id = cand;
 	complete_records(s);
-	if (replay_mpi(s, cand))
+	if (verify_process(s, cand) || replay_mpi(s, cand))
 		return -EINVAL;
 	interval_auto_restarted(s, monotonic() - t0, heavy);
 	for (int c = 0; c < nchain; c++) {
@@ -452,6 +500,9 @@ int restore_latest(struct session *s)
 			}
 		}
 	}
+	/* The program's signals wait (and this run's timers stop) until the
+	 * image's are back (sigstate.h). */
+	sigstate_before_jump();
 	getcontext(&trampoline);
 	trampoline.uc_stack.ss_sp = temp_stack;
 	trampoline.uc_stack.ss_size = sizeof(temp_stack);

@@ -4,12 +4,14 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "coord.h"
 #include "interval_auto.h"
 #include "log.h"
 #include "safepoint.h"
 #include "session.h"
+#include "sigstate.h"
 
 #define TIMER_SIGNAL (SIGRTMIN + 2)
 #define REQUEST_SIGNAL SIGUSR1 /* mpirun forwards it to every rank */
@@ -19,12 +21,31 @@ static volatile sig_atomic_t wanted; /* set by the timer or a request */
 static timer_t timer;
 static bool have_timer;
 
-/* Only sets flags: the coordinator acts at the next MPI call. */
-static void on_signal(int sig)
+/* Only set flags: the coordinator acts at the next MPI call. Both signals
+ * are stasis's own (sigstate.h): the program's handler of either runs
+ * after, as it would without stasis, for every delivery that is not the
+ * checkpoint timer's. */
+static void want(void)
 {
-	(void)sig;
 	wanted = 1;
 	coord_wanted();
+}
+
+/* A request comes from another process (mpirun forwards it); a program
+ * raising SIGUSR1 itself means its own handler, not a checkpoint. */
+static void on_request(int sig, siginfo_t *si, void *ctx)
+{
+	if (si->si_pid != getpid())
+		want();
+	sigstate_chain(sig, si, ctx);
+}
+
+static void on_timer(int sig, siginfo_t *si, void *ctx)
+{
+	if (si->si_code == SI_TIMER && si->si_value.sival_ptr == &timer)
+		want();
+	else
+		sigstate_chain(sig, si, ctx);
 }
 
 static double next_interval(void)
@@ -50,18 +71,15 @@ static void arm_timer(void)
 
 int safepoint_start(struct session *s, char *err, size_t errlen)
 {
-	struct sigaction sa;
 	struct sigevent sev;
+	int ret;
 
 	sess = s;
 	interval_auto_start(s);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(REQUEST_SIGNAL, &sa, NULL) || sigaction(TIMER_SIGNAL, &sa, NULL)) {
-		snprintf(err, errlen, "cannot install signal handlers: %s", strerror(errno));
-		return -errno;
+	if ((ret = sigstate_claim(REQUEST_SIGNAL, on_request, "checkpoint requests")) ||
+	    (ret = sigstate_claim(TIMER_SIGNAL, on_timer, "rank 0's checkpoint timer"))) {
+		snprintf(err, errlen, "cannot install signal handlers: %s", strerror(-ret));
+		return ret;
 	}
 	coord_start(s);
 	/* Only rank 0 keeps time: the coordinator spreads its wish to all. */
@@ -70,6 +88,7 @@ int safepoint_start(struct session *s, char *err, size_t errlen)
 	memset(&sev, 0, sizeof(sev));
 	sev.sigev_notify = SIGEV_SIGNAL;
 	sev.sigev_signo = TIMER_SIGNAL;
+	sev.sigev_value.sival_ptr = &timer; /* tells its signals from the program's */
 	if (timer_create(CLOCK_MONOTONIC, &sev, &timer)) {
 		snprintf(err, errlen, "cannot create the checkpoint timer: %s", strerror(errno));
 		return -errno;

@@ -8,6 +8,7 @@
 #include "format.h"
 #include "image.h"
 #include "log.h"
+#include "maps.h"
 #include "session.h"
 #include "tracking.h"
 
@@ -229,6 +230,10 @@ static void track_new(struct session *s)
 		uintptr_t from = t ? t->end : r->start;
 
 		if (r->kind == REGION_STACK || from >= r->end || is_released(r))
+			continue;
+		/* The mprotect backend would take the program's own protections
+		 * for its own: such memory is saved whole (maps.h). */
+		if (s->dirty == &dirty_mprotect_backend && maps_protected(r->start, r->end))
 			continue;
 		if (!t && ntracked == MAX_TRACKED)
 			continue;

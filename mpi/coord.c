@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -122,6 +123,7 @@ void coord_start(struct session *s)
 {
 	char err[256] = "";
 	int ret, (*real_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	sigset_t all, old;
 
 	sess = s;
 	SH.rank = s->rank;
@@ -141,7 +143,13 @@ void coord_start(struct session *s)
 	/* stasis's own thread: the interposed pthread_create would take it
 	 * for the program's. */
 	real_create = stasis_next_symbol("pthread_create");
-	if (!real_create || real_create(&thread, NULL, coord_thread_main, NULL)) {
+	/* Born with every signal blocked: the program's signals (its timers,
+	 * its handlers) are the main thread's, not stasis's thread's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = !real_create || real_create(&thread, NULL, coord_thread_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret) {
 		session_unsupported("no thread for stasis's coordinator");
 		return;
 	}

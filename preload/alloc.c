@@ -1,30 +1,23 @@
-/* The malloc family and anonymous mmap, split between the application arena
- * and libc (DESIGN.md section 2, "The application heap").
+/* The malloc family, split between the application arena and libc
+ * (DESIGN.md section 2, "The application heap").
  *
  * An allocation is the application's when stasis is active in this process
  * (an MPI rank), it happens on the main thread outside every stasis MPI
  * wrapper, and its caller is application code (the executable, an
  * application library, or libc on the application's behalf). Everything
  * else - the MPI library, threads it made, ld.so - gets libc's allocator.
- * free() and realloc() decide by address. */
+ * free() and realloc() decide by address. The application's mmap() is in
+ * mappings.c. */
 #define LOG_PREFIX "alloc: "
-/* Meson builds with 64-bit off_t, which renames mmap to mmap64 in the
- * headers; both names are defined here, the second as an alias. */
-#undef _FILE_OFFSET_BITS
 #include <errno.h>
-#include <stdarg.h>
 #include <malloc.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "arena.h"
 #include "log.h"
 #include "preload.h"
 #include "regions.h"
-#include "tracking.h"
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
@@ -33,12 +26,6 @@ extern void __libc_free(void *);
 extern void *__libc_memalign(size_t, size_t);
 
 #define CALLER ((uintptr_t)__builtin_return_address(0))
-
-static inline bool for_application(uintptr_t caller)
-{
-	return __builtin_expect(stasis_active, 0) && stasis_depth == 0 && stasis_on_main_thread() &&
-	       regions_app_code(caller);
-}
 
 EXPORT void *malloc(size_t size)
 {
@@ -122,76 +109,4 @@ EXPORT size_t malloc_usable_size(void *ptr)
 	if (!real)
 		real = (size_t(*)(void *))stasis_next_symbol("malloc_usable_size");
 	return real ? real(ptr) : 0;
-}
-
-/* Anonymous private mappings of the application are placed in the arena, so
- * that the restart's runtime can never take their addresses. A file or
- * shared mapping of the application cannot be restored: checkpoints stop. */
-EXPORT void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
-{
-	if (for_application(CALLER)) {
-		bool anon_private = (flags & MAP_ANONYMOUS) && (flags & MAP_PRIVATE);
-
-		if (anon_private && !addr && !(flags & (MAP_FIXED | MAP_FIXED_NOREPLACE))) {
-			void *p = arena_map(length);
-
-			if (!p)
-				return MAP_FAILED;
-			if (prot != (PROT_READ | PROT_WRITE) && mprotect(p, length, prot)) {
-				arena_unmap(p, length);
-				return MAP_FAILED;
-			}
-			return p;
-		}
-		if (!(flags & MAP_ANONYMOUS))
-			session_unsupported("mmap() of a file");
-		else
-			session_unsupported("shared or fixed anonymous mmap()");
-	}
-	return (void *)syscall(SYS_mmap, addr, length, prot, flags, fd, offset);
-}
-
-EXPORT void *mmap64(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
-	__attribute__((alias("mmap")));
-
-/* The program's own mprotect() of tracked memory: see tracking_forget(). */
-EXPORT int mprotect(void *addr, size_t length, int prot)
-{
-	struct session *s;
-
-	if (for_application(CALLER) && (s = session_get()))
-		tracking_forget(s, (uintptr_t)addr, length);
-	return syscall(SYS_mprotect, addr, length, prot);
-}
-
-EXPORT int munmap(void *addr, size_t length)
-{
-	if (arena_contains(addr))
-		return arena_unmap(addr, length) ? (errno = EINVAL, -1) : 0;
-	return syscall(SYS_munmap, addr, length);
-}
-
-EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
-{
-	void *new_addr = NULL, *p;
-
-	if (flags & MREMAP_FIXED) {
-		va_list ap;
-		va_start(ap, flags);
-		new_addr = va_arg(ap, void *);
-		va_end(ap);
-	}
-	if (!arena_contains(old))
-		return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
-	/* Inside the arena a mapping moves like a realloc of whole pages. */
-	if ((flags & MREMAP_FIXED) || !(flags & MREMAP_MAYMOVE)) {
-		errno = ENOMEM;
-		return MAP_FAILED;
-	}
-	p = arena_map(new_len);
-	if (!p)
-		return MAP_FAILED;
-	memcpy(p, old, old_len < new_len ? old_len : new_len);
-	arena_unmap(old, old_len);
-	return p;
 }

@@ -1,36 +1,216 @@
-/* sigaction() and signal(): while the mprotect backend tracks dirty pages,
- * its SIGSEGV handler must stay first; a handler installed later by the
- * application or the MPI library becomes the one it chains to. */
+/* Every libc entry point that sets a signal disposition, routed to
+ * core/sigstate.c, which records the program's and keeps stasis's own
+ * signals (and, under the mprotect backend, its SIGSEGV handler) first.
+ *
+ * glibc's signal(), bsd_signal(), ssignal(), sysv_signal(), sigset(),
+ * sigignore() and siginterrupt() call its internal __sigaction, not the
+ * interposed sigaction(), and __sigaction is exported too: each is
+ * interposed here with glibc's semantics (sysdeps/posix/signal.c,
+ * sysv_signal.c, sigset.c, sigignore.c, siginterp.c, glibc 2.36). A raw
+ * rt_sigaction system call still passes unseen; a checkpoint then keeps a
+ * handler that is code of the program (sigstate.h).
+ *
+ * A program that takes stasis's own signals synchronously (sigwait,
+ * sigwaitinfo, sigtimedwait, signalfd) gets a warning naming the conflict.
+ *
+ * POSIX timers (timer_create) are refused: glibc's SIGEV_THREAD timers are
+ * threads of their own, and a SIGEV_SIGNAL timer could only come back under
+ * the id the program holds with the kernel's PR_TIMER_CREATE_RESTORE_IDS
+ * (Linux 6.15), which stasis does not use yet. */
+#include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <string.h>
+#include <time.h>
 
-#include "dirty.h"
 #include "preload.h"
+#include "regions.h"
+#include "sigstate.h"
+
+#define CALLER ((uintptr_t)__builtin_return_address(0))
 
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	static int (*real)(int, const struct sigaction *, struct sigaction *);
-
-	if (sig == SIGSEGV && dirty_sigaction_hook(sig, act, old))
-		return 0;
-	if (!real)
-		real = (int (*)(int, const struct sigaction *, struct sigaction *))
-			stasis_next_symbol("sigaction");
-	return real(sig, act, old);
+	return sigstate_sigaction(sig, act, old, CALLER);
 }
 
-/* glibc's signal() calls its internal sigaction, not ours: route it here,
- * with glibc's BSD semantics (SA_RESTART, handler kept). */
-EXPORT sighandler_t signal(int sig, sighandler_t handler)
+EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return sigstate_sigaction(sig, act, old, CALLER);
+}
+
+/* signal(), bsd_signal(), ssignal(): BSD semantics, handler kept,
+ * SA_RESTART unless siginterrupt() said otherwise. */
+static sighandler_t bsd_signal_from(int sig, sighandler_t handler, uintptr_t caller)
 {
 	struct sigaction act, old;
 
+	if (handler == SIG_ERR || sig < 1 || sig >= NSIG) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
 	memset(&act, 0, sizeof(act));
 	act.sa_handler = handler;
-	act.sa_flags = SA_RESTART;
+	act.sa_flags = sigstate_interrupts(sig) ? 0 : SA_RESTART;
 	sigemptyset(&act.sa_mask);
 	sigaddset(&act.sa_mask, sig);
-	if (sigaction(sig, &act, &old))
+	if (sigstate_sigaction(sig, &act, &old, caller))
 		return SIG_ERR;
 	return old.sa_handler;
+}
+
+EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+	return bsd_signal_from(sig, handler, CALLER);
+}
+
+EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler)
+{
+	return bsd_signal_from(sig, handler, CALLER);
+}
+
+EXPORT sighandler_t ssignal(int sig, sighandler_t handler)
+{
+	return bsd_signal_from(sig, handler, CALLER);
+}
+
+/* System V semantics: reset to SIG_DFL when delivered, not blocked in the
+ * handler, system calls interrupted. */
+static sighandler_t sysv_signal_from(int sig, sighandler_t handler, uintptr_t caller)
+{
+	struct sigaction act, old;
+
+	if (handler == SIG_ERR || sig < 1 || sig >= NSIG) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = handler;
+	act.sa_flags = SA_RESETHAND | SA_NODEFER;
+	sigemptyset(&act.sa_mask);
+	if (sigstate_sigaction(sig, &act, &old, caller))
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
+{
+	return sysv_signal_from(sig, handler, CALLER);
+}
+
+EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler)
+{
+	return sysv_signal_from(sig, handler, CALLER);
+}
+
+/* SIG_HOLD blocks sig; any other disposition is set and unblocks it. The
+ * previous disposition, or SIG_HOLD when sig was blocked. */
+EXPORT sighandler_t sigset(int sig, sighandler_t disp)
+{
+	struct sigaction act, old;
+	sigset_t set, was;
+
+	if (sig < 1 || sig >= NSIG || disp == SIG_ERR) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	if (disp == SIG_HOLD) {
+		if (sigprocmask(SIG_BLOCK, &set, &was) ||
+		    sigstate_sigaction(sig, NULL, &old, CALLER))
+			return SIG_ERR;
+		return sigismember(&was, sig) ? SIG_HOLD : old.sa_handler;
+	}
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = disp;
+	sigemptyset(&act.sa_mask);
+	if (sigstate_sigaction(sig, &act, &old, CALLER) || sigprocmask(SIG_UNBLOCK, &set, &was))
+		return SIG_ERR;
+	return sigismember(&was, sig) ? SIG_HOLD : old.sa_handler;
+}
+
+EXPORT int sigignore(int sig)
+{
+	struct sigaction act;
+
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = SIG_IGN;
+	sigemptyset(&act.sa_mask);
+	return sigstate_sigaction(sig, &act, NULL, CALLER);
+}
+
+EXPORT int siginterrupt(int sig, int interrupt)
+{
+	struct sigaction act;
+
+	if (sigstate_sigaction(sig, NULL, &act, CALLER))
+		return -1;
+	sigstate_set_interrupts(sig, interrupt);
+	if (interrupt)
+		act.sa_flags &= ~SA_RESTART;
+	else
+		act.sa_flags |= SA_RESTART;
+	return sigstate_sigaction(sig, &act, NULL, CALLER);
+}
+
+/* Taking signals synchronously: a conflict when stasis's own are among
+ * them (sigstate.h). */
+#define WAITS(set, how)                                                                            \
+	do {                                                                                       \
+		if (stasis_active && regions_app_code(CALLER))                                     \
+			sigstate_program_waits(set, how);                                          \
+	} while (0)
+
+EXPORT int sigwait(const sigset_t *set, int *sig)
+{
+	static int (*real)(const sigset_t *, int *);
+
+	WAITS(set, "sigwait");
+	if (!real)
+		real = (int (*)(const sigset_t *, int *))stasis_next_symbol("sigwait");
+	return real(set, sig);
+}
+
+EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
+{
+	static int (*real)(const sigset_t *, siginfo_t *);
+
+	WAITS(set, "sigwaitinfo");
+	if (!real)
+		real = (int (*)(const sigset_t *, siginfo_t *))stasis_next_symbol("sigwaitinfo");
+	return real(set, info);
+}
+
+EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
+{
+	static int (*real)(const sigset_t *, siginfo_t *, const struct timespec *);
+
+	WAITS(set, "sigtimedwait");
+	if (!real)
+		real = (int (*)(const sigset_t *, siginfo_t *,
+				const struct timespec *))stasis_next_symbol("sigtimedwait");
+	return real(set, info, timeout);
+}
+
+EXPORT int signalfd(int fd, const sigset_t *mask, int flags)
+{
+	static int (*real)(int, const sigset_t *, int);
+
+	WAITS(mask, "signalfd");
+	if (!real)
+		real = (int (*)(int, const sigset_t *, int))stasis_next_symbol("signalfd");
+	return real(fd, mask, flags);
+}
+
+EXPORT int timer_create(clockid_t clock, struct sigevent *sev, timer_t *id)
+{
+	static int (*real)(clockid_t, struct sigevent *, timer_t *);
+
+	if (stasis_active && stasis_depth == 0 && regions_app_code(CALLER))
+		session_unsupported("POSIX timers (timer_create)");
+	if (!real)
+		real = (int (*)(clockid_t, struct sigevent *, timer_t *))stasis_next_symbol(
+		    "timer_create");
+	return real(clock, sev, id);
 }

@@ -46,6 +46,9 @@ cr_default_args() {
 	halves) echo "4096 4000" ;;
 	protected_io) echo "16384 4000" ;;
 	segv_handler) echo "131072 6000" ;;
+	alarm) echo "4096 3000" ;;
+	tramp) echo "65536 3000" ;;
+	uselib) echo "4096 2000" ;;
 	*) echo "" ;;
 	esac
 }

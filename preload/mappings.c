@@ -1,0 +1,280 @@
+/* The application's mappings (DESIGN.md section 2, "The application heap",
+ * and section 10): where its mmap()s go, and every call that changes
+ * mapping state a restart must put back, recorded by core/maps.c or
+ * refused.
+ *
+ * - Anonymous mmap()s (of /dev/zero too), private or MAP_SHARED, at an
+ *   address the kernel picks (a hint is only a hint), come from the arena,
+ *   whose addresses a restart's runtime can never take. A MAP_SHARED one is private memory
+ *   until the program forks: then it is made truly shared, so that the
+ *   child shares it as without stasis, and checkpoints stop (the child is
+ *   not part of the image).
+ * - MAP_FIXED over the program's own arena mappings gives it fresh pages in
+ *   place. MAP_FIXED_NOREPLACE inside the arena fails with EEXIST, as for
+ *   any address something is mapped at (stasis's reservation is).
+ * - The program's mprotect() and madvise() of saved memory are recorded
+ *   (maps.h).
+ * - Refused, checkpoints switched off with a warning naming it, the call
+ *   done as asked: file mappings, fixed mappings elsewhere, MAP_HUGETLB,
+ *   MAP_GROWSDOWN, MAP_32BIT, System V shared memory, memory protection
+ *   keys, brk()/sbrk() (the brk heap is the runtime's), personality()
+ *   changes, prctl(PR_SET_MM, PR_SET_SECCOMP, PR_SET_MDWE), munmap() or
+ *   mremap() of the program's static data or stack.
+ *
+ * Meson builds with 64-bit off_t, which renames mmap to mmap64 in the
+ * headers; both names are defined here, the second as an alias. */
+#undef _FILE_OFFSET_BITS
+#define LOG_PREFIX "mappings: "
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/shm.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "arena.h"
+#include "maps.h"
+#include "preload.h"
+
+#ifndef PR_SET_MDWE
+#define PR_SET_MDWE 65 /* Linux 6.3, include/uapi/linux/prctl.h */
+#endif
+
+#define CALLER ((uintptr_t)__builtin_return_address(0))
+
+/* Any thread: protections and advice are the program's whoever calls. */
+static inline bool from_program(uintptr_t caller)
+{
+	return __builtin_expect(stasis_active, 0) && regions_app_code(caller);
+}
+
+static bool in_arena(const void *addr, size_t len)
+{
+	return arena_contains(addr) &&
+	       len <= STASIS_ARENA_SIZE - ((uintptr_t)addr - STASIS_ARENA_BASE);
+}
+
+static void *raw_mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
+{
+	return (void *)syscall(SYS_mmap, addr, length, prot, flags, fd, offset);
+}
+
+/* /dev/zero is anonymous memory, private or shared, the way it was asked
+ * for before MAP_ANONYMOUS (mem(4)). */
+static bool is_dev_zero(int fd)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 5);
+}
+
+static void *program_mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
+{
+	int type = flags & MAP_TYPE;
+	bool shared = type == MAP_SHARED || type == MAP_SHARED_VALIDATE;
+	const char *refused = NULL;
+	void *p;
+
+	if (!(flags & MAP_ANONYMOUS) && is_dev_zero(fd))
+		flags |= MAP_ANONYMOUS;
+	if (!(flags & MAP_ANONYMOUS))
+		refused = "mmap() of a file";
+	else if (flags & MAP_HUGETLB)
+		refused = "mmap(MAP_HUGETLB)";
+	else if (flags & (MAP_GROWSDOWN | MAP_32BIT))
+		refused = "mmap(MAP_GROWSDOWN or MAP_32BIT)";
+	else if ((flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) && !in_arena(addr, length))
+		refused = "fixed anonymous mmap() outside stasis's arena";
+	if (refused) {
+		session_unsupported(refused);
+		return raw_mmap(addr, length, prot, flags, fd, offset);
+	}
+	if (flags & MAP_FIXED) {
+		/* Over its own mappings only: elsewhere in the arena are the
+		 * heap and the allocator's own pages. */
+		if (arena_remap(addr, length)) {
+			session_unsupported("fixed mmap() over arena memory that is not the "
+					    "program's mapping");
+			errno = ENOMEM;
+			return MAP_FAILED;
+		}
+		maps_unmapping(addr, length);
+		p = addr;
+	} else if (flags & MAP_FIXED_NOREPLACE) {
+		errno = EEXIST;
+		return MAP_FAILED;
+	} else {
+		p = arena_map(length);
+		if (!p)
+			return MAP_FAILED;
+	}
+	if (maps_new_mapping(p, length, prot, shared)) {
+		arena_unmap(p, length);
+		errno = ENOMEM;
+		return MAP_FAILED;
+	}
+	return p;
+}
+
+EXPORT void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
+{
+	if (for_application(CALLER))
+		return program_mmap(addr, length, prot, flags, fd, offset);
+	return raw_mmap(addr, length, prot, flags, fd, offset);
+}
+
+EXPORT void *mmap64(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
+    __attribute__((alias("mmap")));
+
+EXPORT int mprotect(void *addr, size_t length, int prot)
+{
+	if (from_program(CALLER))
+		return maps_mprotect(addr, length, prot);
+	return syscall(SYS_mprotect, addr, length, prot);
+}
+
+EXPORT int madvise(void *addr, size_t length, int advice)
+{
+	if (from_program(CALLER))
+		return maps_madvise(addr, length, advice);
+	return syscall(SYS_madvise, addr, length, advice);
+}
+
+EXPORT int munmap(void *addr, size_t length)
+{
+	if (arena_contains(addr)) {
+		maps_unmapping(addr, length);
+		return arena_unmap(addr, length) ? (errno = EINVAL, -1) : 0;
+	}
+	if (from_program(CALLER) && maps_in_image((uintptr_t)addr, length))
+		session_unsupported("munmap() of the program's static data or stack");
+	return syscall(SYS_munmap, addr, length);
+}
+
+EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+	void *new_addr = NULL;
+
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+		va_start(ap, flags);
+		new_addr = va_arg(ap, void *);
+		va_end(ap);
+	}
+	if (arena_contains(old))
+		return maps_arena_mremap(old, old_len, new_len, flags);
+	if (from_program(CALLER)) {
+		if (maps_in_image((uintptr_t)old, old_len))
+			session_unsupported("mremap() of the program's static data or stack");
+		if ((flags & MREMAP_FIXED) && arena_contains(new_addr)) {
+			/* It would land on stasis's reservation. */
+			errno = EINVAL;
+			return MAP_FAILED;
+		}
+	}
+	return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
+}
+
+EXPORT int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
+{
+	if (pkey == -1) /* the default key: mprotect() (pkey_mprotect(2)) */
+		return from_program(CALLER) ? maps_mprotect(addr, len, prot)
+					    : syscall(SYS_mprotect, addr, len, prot);
+	if (from_program(CALLER))
+		session_unsupported("memory protection keys (pkey_mprotect)");
+	return syscall(SYS_pkey_mprotect, addr, len, prot, pkey);
+}
+
+EXPORT int pkey_alloc(unsigned int flags, unsigned int access)
+{
+	static int (*real)(unsigned int, unsigned int);
+
+	if (from_program(CALLER))
+		session_unsupported("memory protection keys (pkey_alloc)");
+	if (!real)
+		real = (int (*)(unsigned int, unsigned int))stasis_next_symbol("pkey_alloc");
+	return real(flags, access);
+}
+
+EXPORT void *shmat(int id, const void *addr, int flags)
+{
+	static void *(*real)(int, const void *, int);
+
+	if (from_program(CALLER))
+		session_unsupported("System V shared memory (shmat)");
+	if (!real)
+		real = (void *(*)(int, const void *, int))stasis_next_symbol("shmat");
+	return real(id, addr, flags);
+}
+
+/* The brk heap serves the runtime (libc's malloc): what the program put
+ * there would not be saved. sbrk(0) only asks where the break is. */
+EXPORT int brk(void *addr)
+{
+	static int (*real)(void *);
+
+	if (from_program(CALLER))
+		session_unsupported("brk() (the brk heap is the MPI library's)");
+	if (!real)
+		real = (int (*)(void *))stasis_next_symbol("brk");
+	return real(addr);
+}
+
+EXPORT void *sbrk(intptr_t increment)
+{
+	static void *(*real)(intptr_t);
+
+	if (increment && from_program(CALLER))
+		session_unsupported("sbrk() (the brk heap is the MPI library's)");
+	if (!real)
+		real = (void *(*)(intptr_t))stasis_next_symbol("sbrk");
+	return real(increment);
+}
+
+/* A restart runs with stasis's layout (address randomisation off) and no
+ * other: READ_IMPLIES_EXEC and the like would be lost. */
+EXPORT int personality(unsigned long persona)
+{
+	long now = syscall(SYS_personality, 0xffffffffUL);
+
+	if (persona != 0xffffffffUL && (long)persona != now && from_program(CALLER))
+		session_unsupported("personality()");
+	return syscall(SYS_personality, persona);
+}
+
+EXPORT int prctl(int option, ...)
+{
+	unsigned long a[4];
+	va_list ap;
+
+	va_start(ap, option);
+	for (int i = 0; i < 4; i++)
+		a[i] = va_arg(ap, unsigned long);
+	va_end(ap);
+	if (from_program(CALLER)) {
+		/* The memory layout, system call filters and W^X state of the
+		 * process would not come back with a restart. */
+		if (option == PR_SET_MM)
+			session_unsupported("prctl(PR_SET_MM)");
+		else if (option == PR_SET_SECCOMP)
+			session_unsupported("prctl(PR_SET_SECCOMP)");
+		else if (option == PR_SET_MDWE)
+			session_unsupported("prctl(PR_SET_MDWE)");
+	}
+	return syscall(SYS_prctl, option, a[0], a[1], a[2], a[3]);
+}
+
+EXPORT pid_t fork(void)
+{
+	static pid_t (*real)(void);
+
+	if (stasis_active && maps_before_fork() > 0)
+		session_unsupported("fork() of a program with anonymous MAP_SHARED mappings");
+	if (!real)
+		real = (pid_t(*)(void))stasis_next_symbol("fork");
+	return real();
+}
