@@ -17,7 +17,9 @@
  * zeros (only logically) to the set's largest logical size S.
  *
  * Stripe layout (xor = k 1, rs = k checksum chunks): a logical file is cut
- * into p - k chunks of C bytes (C = ceil(S / (p - k)) rounded up to 64).
+ * into p - k chunks of C bytes (C = ceil(S / (p - k)) rounded up to 4096, so
+ * that pieces are page aligned in memory and in the files; files written
+ * with C a multiple of 64 read the same, C is taken from the header).
  * There are p stripes; stripe s is one codeword of length p over GF(2^8)
  * in which member x holds position pos = (x - s - k) mod p: positions
  * 0..p-k-1 are data (member x's chunk number pos), positions p-k..p-1 are
@@ -29,6 +31,7 @@
 #define STASIS_REDSET_INT_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "redset.h"
@@ -127,13 +130,28 @@ struct redset {
 	int *world;     /* world rank of each member */
 };
 
+/* crc64 of each of a logical file's files, fed by parts as its data passes
+ * (red_crc.c): the file is cut into segments of seg bytes, each segment
+ * fed in order (the segments in any order). */
+struct red_crc {
+	int n; /* files */
+	int nseg;
+	uint64_t seg;
+	uint64_t *crc; /* [nseg][n] */
+	uint64_t *fed; /* [nseg][n] bytes fed */
+};
+
 /* What a scheme works on during one encode or rebuild on this member. */
 struct codec_io {
 	const struct set_meta *meta;
 	struct lfile lf;          /* this member's logical file (read, or written when lost) */
 	int red_fd;               /* this member's redundancy file */
+	int red_dfd;		  /* the same opened O_DIRECT when written and allowed, or -1 */
+	bool red_direct;	  /* red_dfd still takes writes */
 	struct red_section *sec;  /* its payload sections; crc accumulated while written */
 	int nsec;
+	struct red_crc *crc;	  /* noted as lf's data passes (red_data_*), or NULL */
+	uint64_t corrupt_at;	  /* corrupt-rebuild: logical offset spoilt, UINT64_MAX none */
 	int err;                  /* first local I/O error; the collective still runs on */
 };
 
@@ -217,6 +235,51 @@ int stripe_ring_run(struct redset *rs, struct codec_io *io, int k, const struct 
 
 #define RED_IO_PIECE (1u << 20) /* buffer of the crc passes over whole files */
 
+/* ---- the data path (red_io.c, red_crc.c) ---- */
+
+/* Buffers kept warm for the life of the process, one per use: the
+ * exchange's pieces, and the crc passes over whole files. A buffer of at
+ * least bytes (its contents undefined), or NULL. */
+enum red_buf_use { RED_BUF_RING, RED_BUF_PASS, RED_BUF_USES };
+unsigned char *red_buf(enum red_buf_use use, size_t bytes);
+
+/* len bytes of io's logical file at lo read into buf / written from buf,
+ * their crc noted when io->crc (a write also applies io->corrupt_at). */
+int red_data_read(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len);
+int red_data_write(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len);
+
+/* A write through io_uring (O_DIRECT through dfd when *direct and buf,
+ * off and len are 4096-aligned). red_write_start: 0 when in flight (the
+ * caller keeps w until red_write_reap returns it), 1 when already done
+ * (without io_uring), res then holds 0 or -errno. */
+struct red_write {
+	int fd;
+	int dfd;
+	bool *direct;
+	const unsigned char *buf;
+	size_t len;
+	uint64_t off;
+	int res;
+};
+int red_write_start(struct red_write *w);
+/* A finished write (res set), or NULL when none is in flight or, without
+ * wait, none has finished. */
+struct red_write *red_write_reap(bool wait);
+unsigned red_write_inflight(void);
+
+/* crc(A || B) from crc(A), crc(B) and |B| (crc64_ecma_refl, seed 0). */
+uint64_t red_crc_join(uint64_t crc_a, uint64_t crc_b, uint64_t len_b);
+/* seg 0: one segment. */
+int red_crc_init(struct red_crc *t, const struct lfile *lf, uint64_t seg);
+void red_crc_free(struct red_crc *t);
+int red_crc_feed(struct red_crc *t, const struct lfile *lf, uint64_t lo, const unsigned char *buf,
+		 size_t len);
+/* Each file's crc64 into crc[n]; parts never fed are read from the files.
+ * -EIO when a part was fed only in part. */
+int red_crc_finish(const struct red_crc *t, const struct lfile *lf, uint64_t *crc);
+/* crc64 of size bytes of fd from off, read into the kept pass buffer. */
+int red_range_crc(int fd, uint64_t off, uint64_t size, uint64_t *crc);
+
 static inline int redset_mpi_ret(int rc)
 {
 	return rc == MPI_SUCCESS ? 0 : -EIO;
@@ -224,7 +287,6 @@ static inline int redset_mpi_ret(int rc)
 
 /* ---- the redundancy file (redset_file.c, no MPI) ---- */
 
-int red_file_crc(int fd, uint64_t size, unsigned char *buf, uint64_t *crc);
 char *red_path_join(const char *dir, const char *name, const char *suffix); /* malloc'd */
 void *red_build_record(const struct redset *rs, const char *const *names, int n,
 		       const struct lfile *lf, const uint64_t *crc, size_t *len);
@@ -233,6 +295,9 @@ void red_meta_free(struct set_meta *m);
 uint64_t red_layout(const struct redset *rs, const struct set_meta *m, int x,
 		    struct red_section *sec, int nsec);
 int red_create(const char *path, int *fd, uint64_t size);
+/* fd (a redundancy file being written) opened again with O_DIRECT for its
+ * payload, or -errno where the filesystem refuses it. */
+int red_open_direct(int fd);
 int red_finish(const struct redset *rs, const struct set_meta *m, int fd,
 	       const struct red_section *sec, int nsec);
 int red_load(const struct redset *rs, const char *path, struct set_meta *m,

@@ -38,62 +38,114 @@ static int agree(const struct redset *rs, int ret, char *err, size_t errlen, con
 	return out.v;
 }
 
-/* Opens this member's files for reading, with their sizes and crc64. */
-static int open_mine(const char *dir, const char *const *names, int n, struct lfile *lf,
-		     uint64_t *crc, char *err, size_t errlen)
+/* Opens this member's files for reading, with their sizes. Their crc64 is
+ * computed later, as the exchange reads them. */
+static int open_mine(const char *dir, const char *const *names, int n, struct lfile *lf, char *err,
+		     size_t errlen)
 {
-	unsigned char *buf = malloc(RED_IO_PIECE);
 	int ret = lf_alloc(lf, n);
 	struct stat st;
 
-	if (!buf || ret) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; !ret && i < n; i++) {
 		char *path = red_path_join(dir, names[i], "");
 
-		if (!path) {
-			ret = -ENOMEM;
-			goto out;
-		}
+		if (!path)
+			return -ENOMEM;
 		if (!*names[i] || strchr(names[i], '/') || names[i][0] == '.') {
 			/* Rebuilt files go to dir/<name>: keep names plain. */
 			stasis_errf(err, errlen,
 				    "file name '%s' must be non-empty, without '/', not starting "
 				    "with '.'",
 				    names[i]);
-			free(path);
 			ret = -EINVAL;
-			goto out;
-		}
-		lf->fd[i] = files_open_private(path, O_RDONLY, err, errlen);
-		if (lf->fd[i] < 0) {
+		} else if ((lf->fd[i] = files_open_private(path, O_RDONLY, err, errlen)) < 0) {
 			ret = lf->fd[i];
-			free(path);
-			goto out;
-		}
-		if (fstat(lf->fd[i], &st)) {
+		} else if (fault_hit(FAULT_FAIL_ENCODE_READ) || fstat(lf->fd[i], &st)) {
 			ret = -errno;
-			stasis_errf(err, errlen, "open %s: %s", path, strerror(errno));
-			free(path);
-			goto out;
-		}
-		lf->size[i] = st.st_size;
-		lf->total += st.st_size;
-		ret = fault_hit(FAULT_FAIL_ENCODE_READ)
-			  ? -EIO
-			  : red_file_crc(lf->fd[i], lf->size[i], buf, &crc[i]);
-		if (ret) {
-			stasis_errf(err, errlen, "read %s: %s", path, strerror(-ret));
-			free(path);
-			goto out;
+			stasis_errf(err, errlen, "read %s: %s", path, strerror(errno));
+		} else {
+			lf->size[i] = st.st_size;
+			lf->total += st.st_size;
 		}
 		free(path);
 	}
-out:
-	free(buf);
 	return ret;
+}
+
+/* The truncate-encode fault point: this member's first file cut to half
+ * its size behind the encode's back, once its size went into the records,
+ * as another process might. */
+static void truncate_behind(const char *dir, const char *name, const struct lfile *lf)
+{
+	char *path = red_path_join(dir, name, "");
+
+	if (path && lf->n && truncate(path, (off_t)(lf->size[0] / 2)))
+		pr_warn("truncate %s: %s", path, strerror(errno));
+	free(path);
+}
+
+/* The crc64s of the members' files are computed during the exchange,
+ * after the records were shared: the step that ends the exchange shares
+ * them, with each member's result. Its buffers are made before the
+ * exchange, so that no member can fail to take part. */
+struct crc_share {
+	int *counts, *displs; /* per member: its result, then its crcs */
+	uint64_t *all;
+	uint64_t *mine;
+};
+
+static int share_prepare(const struct redset *rs, const struct set_meta *m, struct crc_share *sh)
+{
+	int total = 0;
+
+	sh->counts = malloc(sizeof(int) * rs->p);
+	sh->displs = malloc(sizeof(int) * rs->p);
+	if (!sh->counts || !sh->displs)
+		return -ENOMEM;
+	for (int x = 0; x < rs->p; x++) {
+		sh->counts[x] = 1 + m->m[x].nfiles;
+		sh->displs[x] = total;
+		total += sh->counts[x];
+	}
+	sh->all = malloc(sizeof(uint64_t) * total);
+	sh->mine = calloc(sh->counts[rs->me], sizeof(uint64_t));
+	return sh->all && sh->mine ? 0 : -ENOMEM;
+}
+
+static void share_free(struct crc_share *sh)
+{
+	free(sh->counts);
+	free(sh->displs);
+	free(sh->all);
+	free(sh->mine);
+}
+
+/* As agree() (the worst result everywhere, a member that did not fail
+ * naming the one that did), and on success every record gets its crcs. */
+static int share_end(const struct redset *rs, struct set_meta *m, struct crc_share *sh, int ret,
+		     char *err, size_t errlen, const char *what)
+{
+	int worst = 0, who = 0;
+
+	sh->mine[0] = (uint64_t)(int64_t)ret;
+	if (PMPI_Allgatherv(sh->mine, sh->counts[rs->me], MPI_UINT64_T, sh->all, sh->counts,
+			    sh->displs, MPI_UINT64_T, rs->comm) != MPI_SUCCESS)
+		return -EIO;
+	for (int x = 0; x < rs->p; x++) {
+		int r = (int)(int64_t)sh->all[sh->displs[x]];
+
+		if (r < worst) {
+			worst = r;
+			who = x;
+		}
+	}
+	if (worst && !ret)
+		stasis_errf(err, errlen, "%s failed on rank %d (set %d): %s", what, rs->world[who],
+			    rs->set_id, strerror(-worst));
+	for (int x = 0; !worst && x < rs->p; x++)
+		for (int i = 0; i < m->m[x].nfiles; i++)
+			((struct red_file *)m->m[x].file[i])->crc = sh->all[sh->displs[x] + 1 + i];
+	return worst;
 }
 
 /* Every member gets every member's record (the set is small; keeping all
@@ -138,10 +190,11 @@ out:
 int redset_encode(struct redset *rs, const char *dir, const char *const *names, int n,
 		  const char *red_name, char *err, size_t errlen)
 {
-	struct codec_io io = {.red_fd = -1};
+	struct codec_io io = {.red_fd = -1, .red_dfd = -1, .corrupt_at = UINT64_MAX};
 	struct set_meta m = {0};
+	struct red_crc crcs = {0};
+	struct crc_share sh = {0};
 	bool *data_lost = calloc(rs->p, sizeof(bool)), *red_lost = calloc(rs->p, sizeof(bool));
-	uint64_t *crc = calloc(n ? n : 1, sizeof(uint64_t));
 	char *red = red_path_join(dir, red_name, ""), *tmp = red_path_join(dir, red_name, ".tmp");
 	void *rec = NULL;
 	size_t reclen = 0;
@@ -149,12 +202,13 @@ int redset_encode(struct redset *rs, const char *dir, const char *const *names, 
 
 	io.sec = calloc(nsec ? nsec : 1, sizeof(*io.sec));
 	io.nsec = nsec;
-	ret = !data_lost || !red_lost || !crc || !red || !tmp || !io.sec ? -ENOMEM : 0;
+	ret = !data_lost || !red_lost || !red || !tmp || !io.sec ? -ENOMEM : 0;
 	if (ret)
 		stasis_errf(err, errlen, "out of memory");
 	if (!ret)
-		ret = open_mine(dir, names, n, &io.lf, crc, err, errlen);
-	if (!ret && !(rec = red_build_record(rs, names, n, &io.lf, crc, &reclen)))
+		ret = open_mine(dir, names, n, &io.lf, err, errlen);
+	/* The crcs in the record are filled in by share_end(). */
+	if (!ret && !(rec = red_build_record(rs, names, n, &io.lf, NULL, &reclen)))
 		ret = -ENOMEM;
 	ret = agree(rs, ret, err, errlen, "reading the files to protect");
 	if (ret)
@@ -171,13 +225,22 @@ int redset_encode(struct redset *rs, const char *dir, const char *const *names, 
 		if (ret)
 			stasis_errf(err, errlen, "create %s: %s", tmp, strerror(-ret));
 	}
+	if (!ret && (share_prepare(rs, &m, &sh) || red_crc_init(&crcs, &io.lf, m.chunk))) {
+		ret = -ENOMEM;
+		stasis_errf(err, errlen, "out of memory");
+	}
 	ret = agree(rs, ret, err, errlen, "creating the redundancy file");
 	if (ret)
 		goto out;
 
 	io.meta = &m;
+	io.crc = &crcs;
+	io.red_dfd = red_open_direct(io.red_fd);
+	io.red_direct = io.red_dfd >= 0;
 	for (int x = 0; x < rs->p; x++)
 		red_lost[x] = true;
+	if (fault_hit(FAULT_TRUNCATE_ENCODE))
+		truncate_behind(dir, names[0], &io.lf);
 	/* As a local I/O error in the exchange: the collective still runs. */
 	if (fault_hit(FAULT_FAIL_ENCODE_RUN))
 		io.err = -EIO;
@@ -185,12 +248,23 @@ int redset_encode(struct redset *rs, const char *dir, const char *const *names, 
 	if (!ret)
 		ret = io.err;
 	if (!ret)
+		ret = red_crc_finish(&crcs, &io.lf, sh.mine + 1);
+	if (ret == -ENODATA)
+		stasis_errf(err, errlen,
+			    "encoding %s (scheme %s) failed: a file to protect shrank "
+			    "while it was read (truncated by another process?)",
+			    red, rs->ops->name);
+	else if (ret)
+		stasis_errf(err, errlen, "encoding %s (scheme %s) failed: %s", red, rs->ops->name,
+			    strerror(-ret));
+	ret = share_end(rs, &m, &sh, ret, err, errlen, "encoding");
+	if (!ret) {
 		ret = fault_hit(FAULT_FAIL_ENCODE_FINISH)
 			  ? -EIO
 			  : red_finish(rs, &m, io.red_fd, io.sec, nsec);
-	if (ret)
-		stasis_errf(err, errlen, "encoding %s (scheme %s) failed: %s", red, rs->ops->name,
-			      strerror(-ret));
+		if (ret)
+			stasis_errf(err, errlen, "writing %s: %s", tmp, strerror(-ret));
+	}
 	/* Rename only once every member has a complete file, so that a set
 	 * never mixes new and old redundancy files after a failed encode. */
 	ret = agree(rs, ret, err, errlen, "encoding");
@@ -204,6 +278,8 @@ int redset_encode(struct redset *rs, const char *dir, const char *const *names, 
 	pr_debug("encoded %s: scheme %s, set %d, S %llu, C %llu", red, rs->ops->name, rs->set_id,
 		 (unsigned long long)m.max_logical, (unsigned long long)m.chunk);
 out:
+	if (io.red_dfd >= 0)
+		close(io.red_dfd);
 	if (io.red_fd >= 0) {
 		close(io.red_fd);
 		if (ret)
@@ -211,11 +287,12 @@ out:
 	}
 	lf_close(&io.lf);
 	red_meta_free(&m);
+	red_crc_free(&crcs);
+	share_free(&sh);
 	free(rec);
 	free(io.sec);
 	free(data_lost);
 	free(red_lost);
-	free(crc);
 	free(red);
 	free(tmp);
 	return ret;
@@ -228,8 +305,7 @@ out:
  * corrupt source would spread the damage to the lost members. */
 static bool verify_mine(const char *dir, const struct member_info *mi, struct lfile *lf)
 {
-	unsigned char *buf = malloc(RED_IO_PIECE);
-	bool ok = buf && !lf_alloc(lf, mi->nfiles);
+	bool ok = !lf_alloc(lf, mi->nfiles);
 	uint64_t crc;
 	struct stat st;
 
@@ -239,7 +315,7 @@ static bool verify_mine(const char *dir, const struct member_info *mi, struct lf
 		lf->fd[i] = path ? files_open_private(path, O_RDONLY, NULL, 0) : -1;
 		ok = lf->fd[i] >= 0 && !fstat(lf->fd[i], &st) &&
 		     (uint64_t)st.st_size == mi->file[i]->size &&
-		     !red_file_crc(lf->fd[i], mi->file[i]->size, buf, &crc) &&
+		     !red_range_crc(lf->fd[i], 0, mi->file[i]->size, &crc) &&
 		     crc == mi->file[i]->crc;
 		if (!ok)
 			pr_warn("%s does not match its record: rebuilding it", path ? path : "?");
@@ -247,7 +323,6 @@ static bool verify_mine(const char *dir, const struct member_info *mi, struct lf
 		lf->total += lf->size[i];
 		free(path);
 	}
-	free(buf);
 	if (!ok)
 		lf_close(lf);
 	return ok;
@@ -318,34 +393,33 @@ static int open_rebuilt(const char *dir, const struct member_info *mi, struct lf
 	return ret;
 }
 
-/* The corrupt-rebuild fault: damage a rebuilt file as a bad disk or a
- * wrong decode would, before the check below. */
-static int flip_byte(int fd, uint64_t off)
+/* The corrupt-rebuild fault point: the middle byte of the first non-empty
+ * rebuilt file is spoilt as it is decoded (red_data_write). */
+static uint64_t corrupt_offset(const struct lfile *lf)
 {
-	unsigned char b;
-	int ret = full_pread(fd, &b, 1, off);
+	uint64_t start = 0;
 
-	b ^= 0xff;
-	return ret ? ret : full_pwrite(fd, &b, 1, off);
+	for (int i = 0; i < lf->n; start += lf->size[i], i++)
+		if (lf->size[i])
+			return fault_hit(FAULT_CORRUPT_REBUILD) ? start + lf->size[i] / 2
+								: UINT64_MAX;
+	return UINT64_MAX;
 }
 
-/* Syncs the rebuilt files, checks them against the recorded crc64 and
+/* Syncs the rebuilt files, checks them against the recorded crc64 (noted
+ * as they were written: the bytes written are the bytes checked, and
+ * reading them back from the page cache would check nothing more) and
  * only then moves them to their names. */
 static int install_rebuilt(const char *dir, const struct member_info *mi, struct lfile *lf,
-			   char *err, size_t errlen)
+			   const struct red_crc *crcs, char *err, size_t errlen)
 {
-	unsigned char *buf = malloc(RED_IO_PIECE);
-	uint64_t crc;
-	int ret = buf ? 0 : -ENOMEM;
+	uint64_t *crc = calloc(mi->nfiles ? mi->nfiles : 1, sizeof(*crc));
+	int ret = crc ? red_crc_finish(crcs, lf, crc) : -ENOMEM;
 
 	for (int i = 0; !ret && i < mi->nfiles; i++) {
-		if (lf->size[i] && fault_hit(FAULT_CORRUPT_REBUILD))
-			ret = flip_byte(lf->fd[i], lf->size[i] / 2);
-		if (!ret && fsync(lf->fd[i]))
+		if (fsync(lf->fd[i]))
 			ret = -errno;
-		if (!ret)
-			ret = red_file_crc(lf->fd[i], lf->size[i], buf, &crc);
-		if (!ret && crc != mi->file[i]->crc) {
+		else if (crc[i] != mi->file[i]->crc) {
 			stasis_errf(err, errlen, "rebuilt %s/%s fails its crc64 check", dir,
 				      mi->name[i]);
 			ret = -EBADMSG;
@@ -364,7 +438,7 @@ static int install_rebuilt(const char *dir, const struct member_info *mi, struct
 	}
 	if (!ret)
 		ret = files_sync_dir(dir);
-	free(buf);
+	free(crc);
 	return ret;
 }
 
@@ -406,8 +480,9 @@ static void beyond_tolerance(const struct redset *rs, const bool *data_lost, con
 int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, bool have_mine,
 		   char *err, size_t errlen)
 {
-	struct codec_io io = {.red_fd = -1};
+	struct codec_io io = {.red_fd = -1, .red_dfd = -1, .corrupt_at = UINT64_MAX};
 	struct set_meta m = {0};
+	struct red_crc crcs = {0};
 	int nsec = rs->ops->nsections(rs), p = rs->p, root = -1, nlost = 0, ret;
 	int *flags = calloc((size_t)2 * p, sizeof(int)), mine[2];
 	bool *data_lost = calloc(p, sizeof(bool)), *red_lost = calloc(p, sizeof(bool));
@@ -470,8 +545,13 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 
 	data_new = data_lost[rs->me];
 	red_new = red_lost[rs->me];
-	if (data_new)
+	if (data_new) {
 		ret = open_rebuilt(dir, &m.m[rs->me], &io.lf, err, errlen);
+		if (!ret && red_crc_init(&crcs, &io.lf, m.chunk))
+			ret = -ENOMEM;
+		io.crc = &crcs;
+		io.corrupt_at = ret ? UINT64_MAX : corrupt_offset(&io.lf);
+	}
 	if (!ret && red_new) {
 		free(io.sec);
 		io.sec = calloc(nsec ? nsec : 1, sizeof(*io.sec));
@@ -483,6 +563,8 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 			ret = red_create(tmp, &io.red_fd, red_layout(rs, &m, rs->me, io.sec, nsec));
 		if (ret)
 			stasis_errf(err, errlen, "create %s: %s", tmp, strerror(-ret));
+		io.red_dfd = ret ? -1 : red_open_direct(io.red_fd);
+		io.red_direct = io.red_dfd >= 0;
 	}
 	io.nsec = nsec;
 	io.meta = &m;
@@ -499,7 +581,7 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 		stasis_errf(err, errlen, "rebuild (scheme %s) failed: %s", rs->ops->name,
 			      strerror(-ret));
 	if (!ret && data_new)
-		ret = install_rebuilt(dir, &m.m[rs->me], &io.lf, err, errlen);
+		ret = install_rebuilt(dir, &m.m[rs->me], &io.lf, &crcs, err, errlen);
 	if (!ret && red_new) {
 		ret = red_finish(rs, &m, io.red_fd, io.sec, nsec);
 		if (!ret && rename(tmp, red))
@@ -513,12 +595,15 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 out:
 	if (ret && data_new)
 		remove_rebuilt(dir, &m.m[rs->me]);
+	if (io.red_dfd >= 0)
+		close(io.red_dfd);
 	if (io.red_fd >= 0)
 		close(io.red_fd);
 	if (ret && red_new)
 		unlink(tmp); /* our own temporary */
 	lf_close(&io.lf);
 	red_meta_free(&m);
+	red_crc_free(&crcs);
 	free(io.sec);
 	free(flags);
 	free(data_lost);

@@ -14,9 +14,10 @@ uint64_t stripe_chunk(int p, int k, uint64_t max_logical)
 	uint64_t d = (uint64_t)(p - k);
 	uint64_t c = (max_logical + d - 1) / d;
 
-	/* 64-byte multiples keep every piece aligned for xor_gen and the
+	/* Page multiples keep every piece page aligned, in the buffers and in
+	 * the files (O_DIRECT), and aligned for xor_gen and the
 	 * ISA-L vector kernels. */
-	return (c + 63) & ~(uint64_t)63;
+	return (c + 4095) & ~(uint64_t)4095;
 }
 
 size_t stripe_piece(int p, int k)

@@ -20,14 +20,16 @@
  *
  * The partial sum is folded in place (term added into the received rows by
  * xor_gen or ec_encode_data_update), a chain head's term goes out straight
- * from the source (xor) or is made by ec_encode_data into a buffer (rs),
- * and source data is read through a read-only mapping of the member's
- * files when it can be: no copy of the checkpoint into a bounce buffer. */
+ * from the buffer its data was read into (xor) or is made by
+ * ec_encode_data into a buffer (rs). Source data is read with pread into
+ * buffers kept warm for the process (red_io.c), one piece at a time, and
+ * its crc64 is noted there while the piece is in cache; rows bound for the
+ * redundancy file go out through io_uring from the slot that holds them. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,12 +42,13 @@
 #define RING_DEPTH 2 /* pieces in flight per task */
 #define POLITE_MAX_NS 200000 /* longest sleep between polls when oversubscribed */
 
-enum { SLOT_FREE, SLOT_RECV, SLOT_READY, SLOT_SEND };
+enum { SLOT_FREE, SLOT_RECV, SLOT_READY, SLOT_SEND, SLOT_WRITE };
 
 struct slot {
 	int state;
 	uint64_t piece;
 	unsigned char *buf; /* nrows * piece bytes */
+	struct red_write w; /* SLOT_WRITE: buf going to the redundancy file */
 };
 
 struct task {
@@ -63,113 +66,10 @@ struct task {
 	MPI_Request *req; /* [RING_DEPTH][1 + k]: receive, then sends */
 };
 
-/* Read-only views of this member's source data: its files (data
- * positions) and its redundancy sections (checksum positions). NULL where
- * not mapped; reads then go through pread into a buffer. */
-struct srcmap {
-	int nfiles;
-	unsigned char **file;
-	uint64_t *start;
-	unsigned char **sec;
-};
-
 static void keep_err(struct codec_io *io, int ret)
 {
 	if (ret && !io->err)
 		io->err = ret;
-}
-
-static void srcmap_open(struct codec_io *io, struct srcmap *sm, bool data, bool red)
-{
-	const struct lfile *lf = &io->lf;
-	uint64_t start = 0;
-
-	memset(sm, 0, sizeof(*sm));
-	sm->nfiles = lf->n;
-	sm->file = calloc(lf->n ? lf->n : 1, sizeof(*sm->file));
-	sm->start = calloc(lf->n ? lf->n : 1, sizeof(*sm->start));
-	sm->sec = calloc(io->nsec ? io->nsec : 1, sizeof(*sm->sec));
-	if (!sm->file || !sm->start || !sm->sec)
-		return; /* everything falls back to pread */
-	for (int i = 0; i < lf->n; start += lf->size[i], i++) {
-		void *a;
-
-		sm->start[i] = start;
-		if (!data || !lf->size[i] || lf->fd[i] < 0)
-			continue;
-		a = mmap(NULL, lf->size[i], PROT_READ, MAP_SHARED, lf->fd[i], 0);
-		sm->file[i] = a == MAP_FAILED ? NULL : a;
-	}
-	for (int i = 0; red && i < io->nsec; i++) {
-		void *a;
-
-		if (!io->sec[i].size || io->red_fd < 0)
-			continue;
-		a = mmap(NULL, io->sec[i].size, PROT_READ, MAP_SHARED, io->red_fd,
-			 (off_t)io->sec[i].offset);
-		sm->sec[i] = a == MAP_FAILED ? NULL : a;
-	}
-}
-
-static void srcmap_close(struct codec_io *io, struct srcmap *sm)
-{
-	for (int i = 0; sm->file && i < sm->nfiles; i++)
-		if (sm->file[i])
-			munmap(sm->file[i], io->lf.size[i]);
-	for (int i = 0; sm->sec && i < io->nsec; i++)
-		if (sm->sec[i])
-			munmap(sm->sec[i], io->sec[i].size);
-	free(sm->file);
-	free(sm->start);
-	free(sm->sec);
-}
-
-/* len bytes of position pos at offset off: a pointer into a mapping when
- * the range lies in one mapped file (or section) and is 64-byte aligned
- * (xor_gen wants 32), else read into buf. */
-static unsigned char *get_src(struct codec_io *io, const struct srcmap *sm, int d, int pos,
-			      uint64_t off, size_t len, unsigned char *buf)
-{
-	const uint64_t c = io->meta->chunk;
-	int ret;
-
-	if (pos < d) {
-		uint64_t lo = (uint64_t)pos * c + off;
-
-		for (int i = 0; sm->file && i < sm->nfiles; i++)
-			if (sm->file[i] && lo >= sm->start[i] &&
-			    lo + len <= sm->start[i] + io->lf.size[i] &&
-			    !((lo - sm->start[i]) & 63))
-				return sm->file[i] + (lo - sm->start[i]);
-		ret = lf_read(&io->lf, lo, buf, len);
-	} else {
-		if (sm->sec && sm->sec[pos - d] && off + len <= io->sec[pos - d].size)
-			return sm->sec[pos - d] + off;
-		ret = full_pread(io->red_fd, buf, len, io->sec[pos - d].offset + off);
-	}
-	if (ret) {
-		/* Keep the collective going with zeros; the error is reported
-		 * once everybody is done. */
-		keep_err(io, ret);
-		memset(buf, 0, len);
-	}
-	return buf;
-}
-
-static void write_pos(struct codec_io *io, int d, int pos, uint64_t off, const void *buf,
-		      size_t len)
-{
-	const uint64_t c = io->meta->chunk;
-	struct red_section *sec;
-
-	if (pos < d) {
-		keep_err(io, lf_write(&io->lf, (uint64_t)pos * c + off, buf, len));
-		return;
-	}
-	/* Pieces of a section are written in offset order: its crc chains. */
-	sec = &io->sec[pos - d];
-	keep_err(io, full_pwrite(io->red_fd, buf, len, sec->offset + off));
-	sec->crc = crc64_ecma_refl(sec->crc, buf, len);
 }
 
 static int mpi_ret(int rc)
@@ -245,11 +145,10 @@ struct ring {
 	struct redset *rs;
 	struct codec_io *io;
 	const struct stripe_kernel *kern;
-	struct srcmap sm;
 	int k, d;
 	size_t piece;
 	uint64_t npieces;
-	unsigned char *scratch; /* a piece, for sources that are not mapped */
+	unsigned char *scratch; /* a piece: the source data of a fold or an rs term */
 	bool polite;
 };
 
@@ -266,6 +165,72 @@ static void slot_rows(unsigned char *buf, int nrows, int len, unsigned char **ro
 		rows[r] = buf + (size_t)r * len;
 }
 
+/* len bytes at off of this member's position pos (a chunk of its files,
+ * or a section of its redundancy file) read into buf. On an error: zeros,
+ * so that the collective goes on, and the error is reported once
+ * everybody is done. */
+static void read_pos(struct ring *rg, int pos, uint64_t off, unsigned char *buf, int len)
+{
+	struct codec_io *io = rg->io;
+	int ret;
+
+	if (pos < rg->d)
+		ret = red_data_read(io, (uint64_t)pos * io->meta->chunk + off, buf, len);
+	else
+		ret = full_pread(io->red_fd, buf, len, io->sec[pos - rg->d].offset + off);
+	if (ret) {
+		keep_err(io, ret);
+		memset(buf, 0, len);
+	}
+}
+
+/* A sink's row of piece off goes to its place: rebuilt data into the
+ * member's files, synchronously (the restore reads them next, from the
+ * page cache); a checksum row into the redundancy file through io_uring,
+ * the slot staying busy until it is written. A task's pieces come in
+ * order, so the crc64 of a section chains. */
+static void write_pos(struct ring *rg, struct slot *sl, int pos, uint64_t off, int len)
+{
+	struct codec_io *io = rg->io;
+	struct red_section *sec;
+
+	if (pos < rg->d) {
+		keep_err(io,
+			 red_data_write(io, (uint64_t)pos * io->meta->chunk + off, sl->buf, len));
+		sl->state = SLOT_FREE;
+		return;
+	}
+	sec = &io->sec[pos - rg->d];
+	sec->crc = crc64_ecma_refl(sec->crc, sl->buf, len);
+	sl->w = (struct red_write){.fd = io->red_fd,
+				   .dfd = io->red_dfd,
+				   .direct = &io->red_direct,
+				   .buf = sl->buf,
+				   .len = len,
+				   .off = sec->offset + off};
+	sl->state = SLOT_WRITE;
+	if (red_write_start(&sl->w)) {
+		keep_err(io, sl->w.res);
+		sl->state = SLOT_FREE;
+	}
+}
+
+/* Frees the slots whose writes finished; the number freed. */
+static int reap_writes(struct ring *rg, bool wait)
+{
+	struct red_write *w;
+	int n = 0;
+
+	while ((w = red_write_reap(wait && !n))) {
+		struct slot *sl = (struct slot *)((char *)w - offsetof(struct slot, w));
+
+		keep_err(rg->io, w->res);
+		sl->state = SLOT_FREE;
+		n++;
+	}
+	return n;
+}
+
 /* A chain head makes its term of piece next_post and sends it. */
 static int head_produce(struct ring *rg, struct task *t)
 {
@@ -273,23 +238,21 @@ static int head_produce(struct ring *rg, struct task *t)
 	struct slot *sl = &t->slot[j % RING_DEPTH];
 	MPI_Request *sreq = t->req + (j % RING_DEPTH) * (1 + rg->k) + 1;
 	int len = piece_len(rg, j);
-	unsigned char *src, *rows[RED_MAX_SET];
+	unsigned char *rows[RED_MAX_SET];
 
 	if (rg->kern->direct) {
-		/* xor: the term is the data itself; it goes out from the
-		 * mapping, or from the slot's buffer when read. */
-		src = get_src(rg->io, &rg->sm, rg->d, t->pos, j * rg->piece, len, sl->buf);
+		/* xor: the term is the data itself, sent from where it was read. */
+		read_pos(rg, t->pos, j * rg->piece, sl->buf, len);
 	} else {
-		src = get_src(rg->io, &rg->sm, rg->d, t->pos, j * rg->piece, len, rg->scratch);
+		read_pos(rg, t->pos, j * rg->piece, rg->scratch, len);
 		slot_rows(sl->buf, t->nrows, len, rows);
-		rg->kern->term(t->pl, t->vec_i, len, src, rows);
-		src = sl->buf;
+		rg->kern->term(t->pl, t->vec_i, len, rg->scratch, rows);
 	}
 	sl->piece = j;
 	sl->state = SLOT_SEND;
 	t->next_post++;
 	t->next_done++;
-	return emit(rg->rs, rg->k, t, sreq, src, len);
+	return emit(rg->rs, rg->k, t, sreq, sl->buf, len);
 }
 
 /* The partial sum of piece next_done arrived: add this member's term and
@@ -300,17 +263,16 @@ static int pass_on(struct ring *rg, struct task *t)
 	struct slot *sl = &t->slot[j % RING_DEPTH];
 	MPI_Request *sreq = t->req + (j % RING_DEPTH) * (1 + rg->k) + 1;
 	int len = piece_len(rg, j);
-	unsigned char *src, *rows[RED_MAX_SET];
+	unsigned char *rows[RED_MAX_SET];
 
 	t->next_done++;
 	if (t->vec_i < 0) {
-		write_pos(rg->io, rg->d, t->pos, j * rg->piece, sl->buf, len);
-		sl->state = SLOT_FREE;
+		write_pos(rg, sl, t->pos, j * rg->piece, len);
 		return 0;
 	}
-	src = get_src(rg->io, &rg->sm, rg->d, t->pos, j * rg->piece, len, rg->scratch);
+	read_pos(rg, t->pos, j * rg->piece, rg->scratch, len);
 	slot_rows(sl->buf, t->nrows, len, rows);
-	rg->kern->fold(t->pl, t->vec_i, len, src, rows);
+	rg->kern->fold(t->pl, t->vec_i, len, rg->scratch, rows);
 	sl->state = SLOT_SEND;
 	return emit(rg->rs, rg->k, t, sreq, sl->buf, len);
 }
@@ -379,22 +341,32 @@ static bool oversubscribed(void)
 	return n && cpus > 0 && atol(n) > cpus;
 }
 
-/* PMPI_Waitsome, politely when the node has more ranks than cores: the
- * MPI progress loop spins (or sched_yield()s, which the scheduler hardly
- * honours), taking the core from the very ranks this one waits for. Then
- * poll with a short sleep that grows while nothing arrives. */
+/* Waits until a request completes (*nout of them, in idx) or a write
+ * finishes (*nout 0); *nout MPI_UNDEFINED: nothing is outstanding. Polite
+ * when the node has more ranks than cores: the MPI progress loop spins
+ * (or sched_yield()s, which the scheduler hardly honours), taking the core
+ * from the very ranks this one waits for; then poll with a short sleep
+ * that grows while nothing arrives. */
 static int wait_some(struct ring *rg, int n, MPI_Request *req, int *nout, int *idx)
 {
 	long ns = 2000;
 
-	if (!rg->polite)
+	if (!rg->polite && !red_write_inflight())
 		return mpi_ret(PMPI_Waitsome(n, req, nout, idx, MPI_STATUSES_IGNORE));
 	for (;;) {
 		struct timespec ts = {0, ns};
 		int ret = mpi_ret(PMPI_Testsome(n, req, nout, idx, MPI_STATUSES_IGNORE));
 
-		if (ret || *nout)
+		if (ret || (*nout && *nout != MPI_UNDEFINED))
 			return ret;
+		if (red_write_inflight() && reap_writes(rg, *nout == MPI_UNDEFINED)) {
+			*nout = 0;
+			return 0;
+		}
+		if (*nout == MPI_UNDEFINED)
+			return 0;
+		if (!rg->polite)
+			continue;
 		nanosleep(&ts, NULL);
 		ns = ns * 2 > POLITE_MAX_NS ? POLITE_MAX_NS : ns * 2;
 	}
@@ -416,10 +388,11 @@ int stripe_ring_run(struct redset *rs, struct codec_io *io, int k, const struct 
 	MPI_Request *req = malloc(sizeof(*req) * (size_t)p * nreq_task);
 	int *idx = malloc(sizeof(int) * (size_t)p * nreq_task);
 	int ntasks = 0, ret;
+	size_t bytes, at;
+	unsigned char *base;
 
 	rg.polite = oversubscribed();
 	rg.npieces = (c + rg.piece - 1) / rg.piece;
-	srcmap_open(io, &rg.sm, !data_lost[rs->me], !red_lost[rs->me]);
 	if (!plans || !tasks || !req || !idx) {
 		ret = -ENOMEM;
 		goto out;
@@ -430,21 +403,24 @@ int stripe_ring_run(struct redset *rs, struct codec_io *io, int k, const struct 
 	if (ret)
 		goto out;
 	ntasks = make_tasks(rs, k, plans, tasks);
-	rg.scratch = aligned_alloc(64, rg.piece);
-	if (!rg.scratch) {
+	/* All pieces in one kept buffer: the scratch piece, then the slots. */
+	bytes = rg.piece;
+	for (int i = 0; i < ntasks; i++)
+		bytes += (size_t)RING_DEPTH * tasks[i].nrows * rg.piece;
+	base = red_buf(RED_BUF_RING, bytes);
+	if (!base) {
 		ret = -ENOMEM;
 		goto out;
 	}
+	rg.scratch = base;
+	at = rg.piece;
 	for (int i = 0; i < ntasks; i++) {
 		struct task *t = &tasks[i];
 
 		t->req = req + (size_t)i * nreq_task;
 		for (int w = 0; w < RING_DEPTH; w++) {
-			t->slot[w].buf = aligned_alloc(64, (size_t)t->nrows * rg.piece);
-			if (!t->slot[w].buf) {
-				ret = -ENOMEM;
-				goto out;
-			}
+			t->slot[w].buf = base + at;
+			at += (size_t)t->nrows * rg.piece;
 		}
 	}
 
@@ -471,13 +447,11 @@ int stripe_ring_run(struct redset *rs, struct codec_io *io, int k, const struct 
 		}
 	}
 out:
-	for (int i = 0; i < ntasks; i++)
-		for (int w = 0; w < RING_DEPTH; w++)
-			free(tasks[i].slot[w].buf);
+	/* Writes in flight point into the slots: wait for them, error or not. */
+	while (red_write_inflight())
+		reap_writes(&rg, true);
 	if (plans)
 		stripe_plans_free(p, plans);
-	srcmap_close(io, &rg.sm);
-	free(rg.scratch);
 	free(plans);
 	free(tasks);
 	free(req);

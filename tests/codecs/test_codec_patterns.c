@@ -7,11 +7,16 @@
  * rebuilt byte for byte, every pattern of k + 1 is refused; for p <= 5
  * every mix of lost files / lost redundancy files agrees with
  * stripe_feasible() and rebuilds; random patterns for p = 16, 32, 64.
- * Sizes include 0, 1, odd, page +- 1 and unequal ones. Exit 0/1/77. */
+ * Sizes include 0, 1, odd, page +- 1 and unequal ones. Also the crc64
+ * of files computed by parts as the exchange moves them (red_crc.c): parts
+ * joined equal the crc64 of the whole, fed in any order of segments, with
+ * the parts never fed read from the files. Exit 0/1/77. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <isa-l.h>
 
@@ -305,8 +310,117 @@ static int run_random(int p, int k, const struct stripe_kernel *kern, int trials
 	return 0;
 }
 
+/* Files of random sizes (some 0) as one logical file, fed to a crc
+ * tracker segment by segment in a shuffled order and in random pieces,
+ * some segments left out (read back from the files by red_crc_finish). */
+static int crc_trial(const char *dir, int trial)
+{
+	static const unsigned char buf_zero[100];
+	int n = 1 + next() % 3, ret = 0;
+	uint64_t seg = next() % 3 ? 4096 * (1 + next() % 40) : 0, crc[3], total = 0;
+	unsigned char *all, *data[3];
+	struct lfile lf = {0};
+	struct red_crc t;
+	int order[400];
+
+	CHECK(!lf_alloc(&lf, n), "lf_alloc");
+	for (int i = 0; i < n; i++) {
+		char path[600];
+
+		lf.size[i] = next() % 4 ? next() % 500000 : (uint64_t)(next() % 3);
+		data[i] = malloc(lf.size[i] + 1);
+		for (uint64_t j = 0; j < lf.size[i]; j++)
+			data[i][j] = (unsigned char)next();
+		snprintf(path, sizeof(path), "%s/f%d", dir, i);
+		lf.fd[i] = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		CHECK(lf.fd[i] >= 0 && !full_pwrite(lf.fd[i], data[i], lf.size[i], 0), "%s", path);
+		total += lf.size[i];
+	}
+	lf.total = total;
+	all = malloc(total + 1);
+	for (int i = 0, at = 0; i < n; at += lf.size[i], i++)
+		memcpy(all + at, data[i], lf.size[i]);
+	CHECK(!red_crc_init(&t, &lf, seg), "red_crc_init");
+	CHECK(t.nseg <= 400, "%d segments", t.nseg);
+	for (int j = 0; j < t.nseg; j++)
+		order[j] = j;
+	for (int j = t.nseg - 1; j > 0; j--) {
+		int r = next() % (j + 1), x = order[j];
+
+		order[j] = order[r];
+		order[r] = x;
+	}
+	for (int q = 0; q < t.nseg; q++) {
+		uint64_t lo = (uint64_t)order[q] * t.seg, hi = lo + t.seg;
+
+		if (!(next() % 4))
+			continue; /* never fed: read back */
+		hi = hi < total ? hi : total;
+		while (lo < hi) {
+			uint64_t end = lo + 1 + next() % 70000;
+
+			end = end < hi ? end : hi;
+			CHECK(!red_crc_feed(&t, &lf, lo, all + lo, end - lo), "feed %llu",
+			      (unsigned long long)lo);
+			lo = end;
+		}
+		/* Past the end: the logical zero padding, ignored. */
+		if (hi == total)
+			CHECK(!red_crc_feed(&t, &lf, total, buf_zero, sizeof(buf_zero)), "padding");
+	}
+	CHECK(!red_crc_finish(&t, &lf, crc), "red_crc_finish");
+	for (int i = 0; i < n; i++)
+		CHECK(crc[i] == crc64_ecma_refl(0, data[i], lf.size[i]),
+		      "trial %d file %d of %d (size %llu, seg %llu): crc by parts differs", trial,
+		      i, n, (unsigned long long)lf.size[i], (unsigned long long)seg);
+	red_crc_free(&t);
+	for (int i = 0; i < n; i++)
+		free(data[i]);
+	free(all);
+	lf_close(&lf);
+	return ret;
+}
+
+static int run_crc(void)
+{
+	char dir[] = "/tmp/stasis-crc-XXXXXX", cmd[64];
+	const unsigned char check[] = "123456789";
+	unsigned char buf[1000];
+	struct lfile lf = {0};
+	struct red_crc t;
+
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (unsigned char)next();
+	/* ISA-L's crc64_ecma_refl with seed 0 is CRC-64/XZ. */
+	CHECK(crc64_ecma_refl(0, check, 9) == 0x995dc9bbdf1939faull, "CRC-64/XZ check value");
+	for (size_t a = 0; a <= sizeof(buf); a += 1 + next() % 37)
+		CHECK(red_crc_join(crc64_ecma_refl(0, buf, a),
+				   crc64_ecma_refl(0, buf + a, 1000 - a),
+				   1000 - a) == crc64_ecma_refl(0, buf, 1000),
+		      "join at %zu", a);
+	/* Out of order inside a segment: refused, never a wrong crc. */
+	lf_alloc(&lf, 1);
+	lf.size[0] = lf.total = 8192;
+	CHECK(!red_crc_init(&t, &lf, 4096), "init");
+	CHECK(!red_crc_feed(&t, &lf, 0, buf, 100), "feed");
+	CHECK(red_crc_feed(&t, &lf, 200, buf, 100) == -EIO, "a gap must be refused");
+	CHECK(red_crc_feed(&t, &lf, 4000, buf, 200) == -EIO, "a part across segments");
+	red_crc_free(&t);
+	lf_close(&lf);
+	if (!mkdtemp(dir))
+		return 77;
+	for (int trial = 0; trial < 200 && !failures; trial++)
+		crc_trial(dir, trial);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		(void)0;
+	printf("crc64 by parts: 200 random trials\n");
+	return 0;
+}
+
 int main(void)
 {
+	run_crc();
 	for (int p = 2; p <= 8; p++) {
 		run_exhaustive(p, 1, &stripe_kernel_xor);
 		for (int k = 1; k <= 3 && k < p; k++)

@@ -5,7 +5,8 @@
  * the scheme tolerates, rebuilds and compares byte for byte. Also: a
  * corrupted byte in a file and in a redundancy file, a lost redundancy
  * file next to lost files, one node more than tolerated (-EUCLEAN on every
- * rank with the message, nothing deleted), and placement errors.
+ * rank with the message, nothing deleted), a file truncated by another
+ * process during an encode (an error, never SIGBUS), and placement errors.
  * Exit 0 pass, 1 fail, 77 skip. */
 #include <dirent.h>
 #include <errno.h>
@@ -18,6 +19,8 @@
 
 #include <mpi.h>
 
+#include "fault.h"
+#include "log.h"
 #include "redset.h"
 
 #define MAXF 3
@@ -314,6 +317,106 @@ static void run_scheme(const char *scheme, int k, int lose, bool extras)
 	redset_free(rs);
 }
 
+static unsigned char *slurp(const char *name, size_t *len)
+{
+	char path[700];
+	struct stat st;
+	unsigned char *b = NULL;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDONLY);
+	if (fd >= 0 && !fstat(fd, &st) && (b = malloc(st.st_size + 1)) &&
+	    read(fd, b, st.st_size) == st.st_size)
+		*len = st.st_size;
+	else {
+		free(b);
+		b = NULL;
+	}
+	if (fd >= 0)
+		close(fd);
+	return b;
+}
+
+/* Rank 2's first file (the set's largest) cut to half its size by
+ * "another process" once the encode knows its size (the truncate-encode
+ * fault point): reading it through a mapping died of SIGBUS; now every
+ * member of its set (0: ranks 0,2,4,6) fails with an error naming the
+ * cause, the redundancy files of the previous encode stay as they were,
+ * no temporary is left, and the other set encodes. With the file put
+ * back, encode and rebuild work again. */
+static void run_truncated(const char *scheme, int k)
+{
+	struct redset_params prm = {.scheme = scheme, .set_size = 4, .rs_k = k, .replicas = k};
+	struct redset *rs = NULL;
+	struct files f;
+	unsigned char *before, *after;
+	size_t blen = 0, alen = 0;
+	char tag[32], err[512] = "", tmp[80];
+	int ret, domain;
+
+	snprintf(tag, sizeof(tag), "trunc%s%d", scheme, k);
+	redset_domain(MPI_COMM_WORLD, "2", &domain, err, sizeof(err));
+	if (redset_create(MPI_COMM_WORLD, domain, &prm, &rs, err, sizeof(err))) {
+		FAIL("%s: create: %s", tag, err);
+		return;
+	}
+	/* One file each, rank 2's the largest (3 MiB): chunks that lie
+	 * inside it, where a mapping was read without a pread fallback. */
+	f.n = 1;
+	snprintf(f.name[0], sizeof(f.name[0]), "%s.r%d", tag, rank);
+	f.names[0] = f.name[0];
+	f.size[0] = rank == 2 ? (3u << 20) + 12345 : next() % 300000;
+	f.data[0] = malloc(f.size[0] + 1);
+	for (size_t j = 0; j < f.size[0]; j++)
+		f.data[0][j] = (unsigned char)next();
+	write_file(f.name[0], f.data[0], f.size[0]);
+	snprintf(f.red, sizeof(f.red), "%s.r%d.red", tag, rank);
+	ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
+	if (ret)
+		FAIL("%s: first encode: %s", tag, err);
+	before = slurp(f.red, &blen);
+
+	stasis_log_rank = rank;
+	fault_set_checkpoint(7);
+	if (fault_configure("truncate-encode:7@2", err, sizeof(err)))
+		FAIL("%s: %s", tag, err);
+	err[0] = 0;
+	ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
+	fault_configure("", NULL, 0);
+	if (rank % 2 == 0 && (ret == 0 || !strstr(err, rank == 2 ? "shrank" : "on rank 2")))
+		FAIL("%s: encode of a truncated file: %d '%s'", tag, ret, err);
+	if (rank % 2 && ret)
+		FAIL("%s: set 1 lost nothing: %d '%s'", tag, ret, err);
+	after = slurp(f.red, &alen);
+	if (rank % 2 == 0 && (!before || !after || alen != blen || memcmp(before, after, blen)))
+		FAIL("%s: the previous redundancy file changed", tag);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", f.red);
+	if (exists(tmp))
+		FAIL("%s: %s left behind", tag, tmp);
+	if (rank == 2)
+		printf("ok %-8s k %d: a file truncated during the encode: %s\n", scheme, k, err);
+	fflush(stdout);
+
+	if (rank == 2)
+		write_file(f.name[0], f.data[0], f.size[0]);
+	MPI_Barrier(MPI_COMM_WORLD);
+	ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
+	if (ret)
+		FAIL("%s: encode with the file put back: %s", tag, err);
+	if (node_of(rank) == 1)
+		delete_mine(&f);
+	MPI_Barrier(MPI_COMM_WORLD);
+	ret = rebuild(rs, &f, err, sizeof(err));
+	if (ret)
+		FAIL("%s: rebuild after it: %s", tag, err);
+	expect_intact(&f, tag);
+	free(before);
+	free(after);
+	free_files(&f);
+	redset_free(rs);
+}
+
 static void expect_create_error(const char *spec, const char *scheme, int set_size, int k,
 				const char *want)
 {
@@ -369,6 +472,9 @@ int main(int argc, char **argv)
 	run_scheme("rs", 1, 1, false);
 	run_scheme("rs", 2, 2, true);
 	run_scheme("rs", 3, 3, false);
+	run_truncated("xor", 1);
+	run_truncated("rs", 2);
+	run_truncated("partner", 1);
 
 	expect_create_error("abc", "xor", 4, 1,
 			    "STASIS_FAILURE_DOMAIN: 'abc' is not 'host' or a positive integer");
