@@ -102,8 +102,7 @@ static void keep_err(struct codec_io *io, int ret)
 
 static void src_read(struct codec_io *io, int sec, uint64_t off, unsigned char *buf, size_t len)
 {
-	int ret = sec < 0 ? red_data_read(io, off, buf, len)
-			  : full_pread(io->red_fd, buf, len, io->sec[sec].offset + off);
+	int ret = sec < 0 ? red_data_read(io, off, buf, len) : red_sec_read(io, sec, off, buf, len);
 
 	if (ret) {
 		keep_err(io, ret);

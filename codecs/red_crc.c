@@ -92,13 +92,17 @@ static uint64_t part_len(const struct red_crc *t, const struct lfile *lf, int j,
 	return hi > lo ? hi - lo : 0;
 }
 
-int red_crc_feed(struct red_crc *t, const struct lfile *lf, uint64_t lo, const unsigned char *buf,
-		 size_t len)
+/* A part read again (a scheme reading some data twice) or out of order no
+ * longer counts: red_crc_finish reads it back from the file. */
+#define PART_BROKEN UINT64_MAX
+
+void red_crc_feed(struct red_crc *t, const struct lfile *lf, uint64_t lo, const unsigned char *buf,
+		  size_t len)
 {
 	uint64_t start = 0;
 
 	for (int i = 0; i < lf->n && len; start += lf->size[i], i++) {
-		uint64_t end = start + lf->size[i], n, first;
+		uint64_t end = start + lf->size[i], n, first, *fed;
 		int j;
 
 		if (lo >= end)
@@ -106,20 +110,20 @@ int red_crc_feed(struct red_crc *t, const struct lfile *lf, uint64_t lo, const u
 		n = end - lo < len ? end - lo : len;
 		j = (int)(lo / t->seg);
 		first = (uint64_t)j * t->seg > start ? (uint64_t)j * t->seg : start;
-		/* A part must continue its (segment, file) run exactly. */
-		if (j >= t->nseg || lo + n > (uint64_t)(j + 1) * t->seg ||
-		    first + t->fed[j * t->n + i] != lo) {
-			pr_err("crc of a file fed out of order (offset %llu)",
-			       (unsigned long long)lo);
-			return -EIO;
+		if (j >= t->nseg)
+			return;
+		fed = &t->fed[j * t->n + i];
+		if (*fed != PART_BROKEN && first + *fed == lo &&
+		    lo + n <= (uint64_t)(j + 1) * t->seg) {
+			t->crc[j * t->n + i] = crc64_ecma_refl(t->crc[j * t->n + i], buf, n);
+			*fed += n;
+		} else {
+			*fed = PART_BROKEN;
 		}
-		t->crc[j * t->n + i] = crc64_ecma_refl(t->crc[j * t->n + i], buf, n);
-		t->fed[j * t->n + i] += n;
 		buf += n;
 		lo += n;
 		len -= n;
 	}
-	return 0;
 }
 
 int red_crc_finish(const struct red_crc *t, const struct lfile *lf, uint64_t *crc)
@@ -131,19 +135,14 @@ int red_crc_finish(const struct red_crc *t, const struct lfile *lf, uint64_t *cr
 		uint64_t c = 0;
 
 		for (int j = 0; j < t->nseg; j++) {
-			uint64_t want = part_len(t, lf, j, i, start), fed = t->fed[j * t->n + i];
-			uint64_t part = t->crc[j * t->n + i];
+			uint64_t want = part_len(t, lf, j, i, start), part = t->crc[j * t->n + i];
 
 			if (!want)
 				continue;
-			if (fed && fed != want) {
-				pr_err("crc of a file fed %llu of %llu bytes",
-				       (unsigned long long)fed, (unsigned long long)want);
-				return -EIO;
-			}
-			/* A part the exchange never saw (a scheme that does
-			 * not read everything): a pass of its own. */
-			if (!fed) {
+			/* A part the exchange did not see whole once, in order
+			 * (a scheme that does not read everything): a pass of
+			 * its own. */
+			if (t->fed[j * t->n + i] != want) {
 				uint64_t off = (j * t->seg > start ? j * t->seg : start) - start;
 
 				ret = red_range_crc(lf->fd[i], off, want, &part);

@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <isa-l.h>
 #include <liburing.h>
 
 #define LOG_PREFIX "redset: "
@@ -69,22 +70,35 @@ int red_data_read(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t l
 	int ret = lf_read(&io->lf, lo, buf, len);
 
 	if (!ret && io->crc)
-		ret = red_crc_feed(io->crc, &io->lf, lo, buf, len);
+		red_crc_feed(io->crc, &io->lf, lo, buf, len);
+	return ret;
+}
+
+int red_sec_read(struct codec_io *io, int i, uint64_t off, unsigned char *buf, size_t len)
+{
+	int ret = full_pread(io->red_fd, buf, len, io->sec[i].offset + off);
+	struct red_section *seen = io->sec_seen ? &io->sec_seen[i] : NULL;
+
+	/* In order from the start, or not at all (checked by a pass). */
+	if (!ret && seen && seen->size == off) {
+		seen->crc = crc64_ecma_refl(seen->crc, buf, len);
+		seen->size += len;
+	} else if (seen) {
+		seen->size = UINT64_MAX;
+	}
 	return ret;
 }
 
 int red_data_write(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len)
 {
-	int ret = 0;
-
 	/* The corrupt-rebuild fault point: one byte of the decoded data
 	 * wrong, as a broken decode would leave it; the crc64 check of the
 	 * rebuilt file must catch it. */
 	if (io->corrupt_at >= lo && io->corrupt_at - lo < len)
 		buf[io->corrupt_at - lo] ^= 0xff;
 	if (io->crc)
-		ret = red_crc_feed(io->crc, &io->lf, lo, buf, len);
-	return ret ? ret : lf_write(&io->lf, lo, buf, len);
+		red_crc_feed(io->crc, &io->lf, lo, buf, len);
+	return lf_write(&io->lf, lo, buf, len);
 }
 
 /* ---- writes through io_uring ---- */

@@ -149,6 +149,7 @@ struct codec_io {
 	int red_dfd;		  /* the same opened O_DIRECT when written and allowed, or -1 */
 	bool red_direct;	  /* red_dfd still takes writes */
 	struct red_section *sec;  /* its payload sections; crc accumulated while written */
+	struct red_section *sec_seen; /* sections being checked: crc and bytes read in order */
 	int nsec;
 	struct red_crc *crc;	  /* noted as lf's data passes (red_data_*), or NULL */
 	uint64_t corrupt_at;	  /* corrupt-rebuild: logical offset spoilt, UINT64_MAX none */
@@ -247,6 +248,9 @@ unsigned char *red_buf(enum red_buf_use use, size_t bytes);
  * their crc noted when io->crc (a write also applies io->corrupt_at). */
 int red_data_read(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len);
 int red_data_write(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len);
+/* len bytes at off of payload section i of io's redundancy file, their crc
+ * noted when io->sec_seen. */
+int red_sec_read(struct codec_io *io, int i, uint64_t off, unsigned char *buf, size_t len);
 
 /* A write through io_uring (O_DIRECT through dfd when *direct and buf,
  * off and len are 4096-aligned). red_write_start: 0 when in flight (the
@@ -272,13 +276,18 @@ uint64_t red_crc_join(uint64_t crc_a, uint64_t crc_b, uint64_t len_b);
 /* seg 0: one segment. */
 int red_crc_init(struct red_crc *t, const struct lfile *lf, uint64_t seg);
 void red_crc_free(struct red_crc *t);
-int red_crc_feed(struct red_crc *t, const struct lfile *lf, uint64_t lo, const unsigned char *buf,
-		 size_t len);
-/* Each file's crc64 into crc[n]; parts never fed are read from the files.
- * -EIO when a part was fed only in part. */
+void red_crc_feed(struct red_crc *t, const struct lfile *lf, uint64_t lo, const unsigned char *buf,
+		  size_t len);
+/* Each file's crc64 into crc[n]; the parts not fed whole, once and in
+ * order, are read from the files. */
 int red_crc_finish(const struct red_crc *t, const struct lfile *lf, uint64_t *crc);
 /* crc64 of size bytes of fd from off, read into the kept pass buffer. */
 int red_range_crc(int fd, uint64_t off, uint64_t size, uint64_t *crc);
+
+/* Collective over the set: every member learns the worst result (the most
+ * negative errno, ties to the lowest member); one that did not fail itself
+ * gets err naming the rank that did and what failed. */
+int red_agree(const struct redset *rs, int ret, char *err, size_t errlen, const char *what);
 
 static inline int redset_mpi_ret(int rc)
 {
@@ -301,6 +310,6 @@ int red_open_direct(int fd);
 int red_finish(const struct redset *rs, const struct set_meta *m, int fd,
 	       const struct red_section *sec, int nsec);
 int red_load(const struct redset *rs, const char *path, struct set_meta *m,
-	     struct red_section **secp, int *fdp);
+	     struct red_section **secp, int *fdp, bool payload);
 
 #endif

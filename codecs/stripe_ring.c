@@ -177,7 +177,7 @@ static void read_pos(struct ring *rg, int pos, uint64_t off, unsigned char *buf,
 	if (pos < rg->d)
 		ret = red_data_read(io, (uint64_t)pos * io->meta->chunk + off, buf, len);
 	else
-		ret = full_pread(io->red_fd, buf, len, io->sec[pos - rg->d].offset + off);
+		ret = red_sec_read(io, pos - rg->d, off, buf, len);
 	if (ret) {
 		keep_err(io, ret);
 		memset(buf, 0, len);
