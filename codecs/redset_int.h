@@ -25,8 +25,7 @@
  * 0..p-k-1 are data (member x's chunk number pos), positions p-k..p-1 are
  * checksums (member x's payload section pos - (p - k)). Every member thus
  * holds one position of every stripe: p - k data chunks and k checksum
- * chunks, and the chain of data positions of a stripe runs left to right
- * around the ring, which makes encoding a ring reduce-scatter. */
+ * chunks. */
 #ifndef STASIS_REDSET_INT_H
 #define STASIS_REDSET_INT_H
 
@@ -188,7 +187,7 @@ static inline int stripe_member(int p, int k, int s, int pos)
 }
 
 /* Plan of one stripe: which positions are rebuilt (erased) and from which
- * p - k surviving positions (contrib, in chain order). tables belong to the
+ * p - k surviving positions (contrib, in codeword order). tables belong to the
  * kernel and may be shared by stripes with the same position pattern. */
 struct stripe_plan {
 	int ncontrib;
@@ -199,19 +198,13 @@ struct stripe_plan {
 	bool owns_tables;
 };
 
-/* The arithmetic of a scheme, on the nerased rows of a piece (each len
- * bytes, 64-byte aligned) for contributor vec_i with source data src:
- * term() overwrites the rows with the contributor's terms (a chain head),
- * fold() adds them into the rows in place (the partial sum received from
- * the predecessor). direct: the term is the data itself (xor); a head then
- * sends src as it is and term() is a copy. */
+/* The arithmetic of a scheme on a piece of a stripe (len bytes, 64-byte
+ * aligned): rows[0..nerased) = the combination that the plan gives of the
+ * contributors' pieces src[0..ncontrib), in contributor order. */
 struct stripe_kernel {
-	bool direct;
 	int (*prepare)(int p, int k, struct stripe_plan *pl);
-	void (*term)(const struct stripe_plan *pl, int vec_i, int len, unsigned char *src,
-		     unsigned char **rows);
-	void (*fold)(const struct stripe_plan *pl, int vec_i, int len, unsigned char *src,
-		     unsigned char **rows);
+	void (*combine)(const struct stripe_plan *pl, int len, unsigned char **src,
+			unsigned char **rows);
 };
 
 extern const struct stripe_kernel stripe_kernel_xor, stripe_kernel_rs;
@@ -228,9 +221,9 @@ uint64_t stripe_chunk(int p, int k, uint64_t max_logical);
  * in cache together. Same on all members for the same p, k. */
 size_t stripe_piece(int p, int k);
 
-/* ---- stripe engine over MPI (stripe_ring.c) ---- */
-int stripe_ring_run(struct redset *rs, struct codec_io *io, int k, const struct stripe_kernel *kern,
-		    const bool *data_lost, const bool *red_lost);
+/* ---- stripe engine over MPI (stripe_gather.c) ---- */
+int stripe_run(struct redset *rs, struct codec_io *io, int k, const struct stripe_kernel *kern,
+	       const bool *data_lost, const bool *red_lost);
 
 /* ---- common to redset.c, redset_file.c and redset_rebuild.c ---- */
 

@@ -1,7 +1,7 @@
 /* The xor and rs arithmetic of stasis's redundancy sets, simulated in one
  * process (no MPI): the p members' logical files and checksum chunks are
- * buffers, and every stripe plan is applied exactly as the ring engine
- * does (each contributor's term, summed with xor_gen along the chain).
+ * buffers, and every stripe plan is applied exactly as the engine does
+ * (the gatherer combines every contributor's piece in one kernel call).
  *
  * For every p <= 8 and k <= 3: every pattern of up to k lost members is
  * rebuilt byte for byte, every pattern of k + 1 is refused; for p <= 5
@@ -61,14 +61,14 @@ static unsigned char *at(struct sim *sm, int s, int pos, uint64_t off)
 	return sm->csum[x] + (uint64_t)(pos - d) * sm->chunk + off;
 }
 
-/* What stripe_ring_run() computes, without the messages: the chain head
- * makes its terms (term()), every further contributor adds its own into
- * the partial sum in place (fold()), the sinks get the rows. */
+/* What stripe_run() computes, without the messages: piece by piece, the
+ * contributors' pieces combined into the rows (combine()), the sinks get
+ * the rows. */
 static void apply(struct sim *sm, const struct stripe_plan *plans)
 {
 	size_t piece = stripe_piece(sm->p, sm->k);
 	unsigned char *acc = aligned_alloc(64, piece * sm->k);
-	unsigned char *rows[RED_MAX_SET];
+	unsigned char *rows[RED_MAX_SET], *src[RED_MAX_SET];
 
 	for (int s = 0; s < sm->p; s++) {
 		const struct stripe_plan *pl = &plans[s];
@@ -80,14 +80,9 @@ static void apply(struct sim *sm, const struct stripe_plan *plans)
 
 			for (int r = 0; r < pl->nerased; r++)
 				rows[r] = acc + (size_t)r * len;
-			for (int i = 0; i < pl->ncontrib; i++) {
-				unsigned char *src = at(sm, s, pl->contrib[i], off);
-
-				if (i == 0)
-					sm->kern->term(pl, i, len, src, rows);
-				else
-					sm->kern->fold(pl, i, len, src, rows);
-			}
+			for (int i = 0; i < pl->ncontrib; i++)
+				src[i] = at(sm, s, pl->contrib[i], off);
+			sm->kern->combine(pl, len, src, rows);
 			for (int r = 0; r < pl->nerased; r++)
 				memcpy(at(sm, s, pl->erased[r], off), acc + (size_t)r * len, len);
 		}
