@@ -1,14 +1,19 @@
 /* The codecs' data path (DESIGN.md section 11): buffers allocated and
  * populated once and kept for the life of the process, the data of a
  * member's files passing through them (read with pread, its crc64 noted
- * while in cache), and one io_uring for the writes of redundancy data.
+ * while in cache), and one io_uring for the writes.
  *
  * Nothing is mapped: reading a file through mmap faults on every page
  * (13-22 us each on the VMs of issue 10) and gives SIGBUS when the file
  * is truncated meanwhile, where pread gives a short read and an error.
  * Reads use pread rather than io_uring: on tmpfs (Linux 6.18) io_uring
  * cannot read without blocking and hands every read to a worker thread,
- * which measured half as fast as pread into the same buffer.
+ * which measured half as fast as pread into the same buffer. Writes are
+ * buffered, never O_DIRECT: io_uring's worker serialises the writes to one
+ * file, and with O_DIRECT each piece then waited on the device in turn; on
+ * the shared disk of a 2-core VM the codec test took 50-200 s instead of
+ * 3.5 s. Buffered, the pieces land in the page cache and the fsync that
+ * ends the file writes them out together.
  *
  * One encode or rebuild runs at a time in a process (they are collective
  * over the set), so the buffers have one user per use at a time. */
@@ -28,7 +33,6 @@
 
 #define HUGE_BYTES (2u << 20)
 #define QUEUE_DEPTH 64
-#define DIRECT_ALIGN 4096u
 
 /* ---- kept buffers ---- */
 
@@ -89,7 +93,7 @@ int red_sec_read(struct codec_io *io, int i, uint64_t off, unsigned char *buf, s
 	return ret;
 }
 
-int red_data_write(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len)
+void red_data_note(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len)
 {
 	/* The corrupt-rebuild fault point: one byte of the decoded data
 	 * wrong, as a broken decode would leave it; the crc64 check of the
@@ -98,7 +102,32 @@ int red_data_write(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t 
 		buf[io->corrupt_at - lo] ^= 0xff;
 	if (io->crc)
 		red_crc_feed(io->crc, &io->lf, lo, buf, len);
+}
+
+int red_data_write(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len)
+{
+	red_data_note(io, lo, buf, len);
 	return lf_write(&io->lf, lo, buf, len);
+}
+
+bool red_data_place(const struct lfile *lf, uint64_t lo, size_t len, int *fd, uint64_t *off,
+		    size_t *n)
+{
+	uint64_t start = 0;
+
+	*n = 0;
+	for (int i = 0; i < lf->n; start += lf->size[i], i++) {
+		uint64_t end = start + lf->size[i];
+
+		if (lo >= end)
+			continue;
+		*fd = lf->fd[i];
+		*off = lo - start;
+		*n = end - lo < len ? end - lo : len;
+		/* The rest of the piece in another file: not one write. */
+		return lo + len <= end || end == lf->total;
+	}
+	return true; /* all of it past the end: the zero padding */
 }
 
 /* ---- writes through io_uring ---- */
@@ -130,12 +159,6 @@ static bool ring_ready(void)
 	return ring_state == 1;
 }
 
-static bool direct_ok(const struct red_write *w)
-{
-	return w->direct && *w->direct && !((uintptr_t)w->buf % DIRECT_ALIGN) &&
-	       !(w->off % DIRECT_ALIGN) && !(w->len % DIRECT_ALIGN);
-}
-
 static int submit(struct red_write *w)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
@@ -143,7 +166,7 @@ static int submit(struct red_write *w)
 
 	if (!sqe)
 		return -EBUSY; /* never: at most QUEUE_DEPTH in flight, each submitted */
-	io_uring_prep_write(sqe, direct_ok(w) ? w->dfd : w->fd, w->buf, w->len, w->off);
+	io_uring_prep_write(sqe, w->fd, w->buf, w->len, w->off);
 	io_uring_sqe_set_data(sqe, w);
 	do
 		ret = io_uring_submit(&ring);
@@ -184,13 +207,7 @@ struct red_write *red_write_reap(bool wait)
 		ret = cqe->res;
 		io_uring_cqe_seen(&ring, cqe);
 		inflight--;
-		if (ret == -EINVAL && direct_ok(w)) {
-			/* The filesystem took O_DIRECT at open but not this
-			 * write: the rest of this file goes buffered. */
-			pr_debug("O_DIRECT write refused, writing buffered");
-			*w->direct = false;
-			ret = 0;
-		} else if (ret == -EINTR || ret == -EAGAIN) {
+		if (ret == -EINTR || ret == -EAGAIN) {
 			ret = 0;
 		} else if (ret > 0) {
 			w->buf += ret;

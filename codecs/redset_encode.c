@@ -169,7 +169,7 @@ out:
 int redset_encode(struct redset *rs, const char *dir, const char *const *names, int n,
 		  const char *red_name, char *err, size_t errlen)
 {
-	struct codec_io io = {.red_fd = -1, .red_dfd = -1, .corrupt_at = UINT64_MAX};
+	struct codec_io io = {.red_fd = -1, .corrupt_at = UINT64_MAX};
 	struct set_meta m = {0};
 	struct red_crc crcs = {0};
 	struct crc_share sh = {0};
@@ -213,8 +213,6 @@ int redset_encode(struct redset *rs, const char *dir, const char *const *names, 
 
 	io.meta = &m;
 	io.crc = &crcs;
-	io.red_dfd = red_open_direct(io.red_fd);
-	io.red_direct = io.red_dfd >= 0;
 	for (int x = 0; x < rs->p; x++)
 		red_lost[x] = true;
 	if (fault_hit(FAULT_TRUNCATE_ENCODE))
@@ -256,8 +254,6 @@ int redset_encode(struct redset *rs, const char *dir, const char *const *names, 
 	pr_debug("encoded %s: scheme %s, set %d, S %llu, C %llu", red, rs->ops->name, rs->set_id,
 		 (unsigned long long)m.max_logical, (unsigned long long)m.chunk);
 out:
-	if (io.red_dfd >= 0)
-		close(io.red_dfd);
 	if (io.red_fd >= 0) {
 		close(io.red_fd);
 		if (ret)

@@ -261,16 +261,6 @@ int red_create(const char *path, int *fd, uint64_t size)
 	return 0;
 }
 
-int red_open_direct(int fd)
-{
-	char path[64];
-
-	/* A new open file description of the same inode (a dup would share
-	 * the flags of fd): never a path that might name another file now. */
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	return open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
-}
-
 /* Writes the meta and the header of a redundancy file whose payload is in
  * place, and syncs it. */
 int red_finish(const struct redset *rs, const struct set_meta *m, int fd,

@@ -18,7 +18,7 @@
  *
  * Stripe layout (xor = k 1, rs = k checksum chunks): a logical file is cut
  * into p - k chunks of C bytes (C = ceil(S / (p - k)) rounded up to 4096, so
- * that pieces are page aligned in memory and in the files; files written
+ * that pieces are whole pages in memory and in the files; files written
  * with C a multiple of 64 read the same, C is taken from the header).
  * There are p stripes; stripe s is one codeword of length p over GF(2^8)
  * in which member x holds position pos = (x - s - k) mod p: positions
@@ -144,9 +144,7 @@ struct red_crc {
 struct codec_io {
 	const struct set_meta *meta;
 	struct lfile lf;          /* this member's logical file (read, or written when lost) */
-	int red_fd;               /* this member's redundancy file */
-	int red_dfd;		  /* the same opened O_DIRECT when written and allowed, or -1 */
-	bool red_direct;	  /* red_dfd still takes writes */
+	int red_fd;		  /* this member's redundancy file */
 	struct red_section *sec;  /* its payload sections; crc accumulated while written */
 	struct red_section *sec_seen; /* sections being checked: crc and bytes read in order */
 	int nsec;
@@ -241,18 +239,22 @@ unsigned char *red_buf(enum red_buf_use use, size_t bytes);
  * their crc noted when io->crc (a write also applies io->corrupt_at). */
 int red_data_read(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len);
 int red_data_write(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len);
+/* What red_data_write does before writing (the fault point, the crc). */
+void red_data_note(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len);
+/* Where len bytes of lf at lo go when that is one write: true with fd,
+ * off and n (0 when all of it is the zero padding past the files), false
+ * when they span files. */
+bool red_data_place(const struct lfile *lf, uint64_t lo, size_t len, int *fd, uint64_t *off,
+		    size_t *n);
 /* len bytes at off of payload section i of io's redundancy file, their crc
  * noted when io->sec_seen. */
 int red_sec_read(struct codec_io *io, int i, uint64_t off, unsigned char *buf, size_t len);
 
-/* A write through io_uring (O_DIRECT through dfd when *direct and buf,
- * off and len are 4096-aligned). red_write_start: 0 when in flight (the
- * caller keeps w until red_write_reap returns it), 1 when already done
- * (without io_uring), res then holds 0 or -errno. */
+/* A write through io_uring. red_write_start: 0 when in flight (the caller
+ * keeps w until red_write_reap returns it), 1 when already done (without
+ * io_uring), res then holds 0 or -errno. */
 struct red_write {
 	int fd;
-	int dfd;
-	bool *direct;
 	const unsigned char *buf;
 	size_t len;
 	uint64_t off;
@@ -297,9 +299,6 @@ void red_meta_free(struct set_meta *m);
 uint64_t red_layout(const struct redset *rs, const struct set_meta *m, int x,
 		    struct red_section *sec, int nsec);
 int red_create(const char *path, int *fd, uint64_t size);
-/* fd (a redundancy file being written) opened again with O_DIRECT for its
- * payload, or -errno where the filesystem refuses it. */
-int red_open_direct(int fd);
 int red_finish(const struct redset *rs, const struct set_meta *m, int fd,
 	       const struct red_section *sec, int nsec);
 int red_load(const struct redset *rs, const char *path, struct set_meta *m,

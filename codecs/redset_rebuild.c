@@ -251,8 +251,6 @@ static int prepare_outputs(const struct redset *rs, const char *dir, const char 
 					 red_layout(rs, m, rs->me, io->sec, io->nsec));
 		if (ret)
 			stasis_errf(err, errlen, "create %s: %s", tmp, strerror(-ret));
-		io->red_dfd = ret ? -1 : red_open_direct(io->red_fd);
-		io->red_direct = io->red_dfd >= 0;
 	}
 	return ret;
 }
@@ -269,9 +267,6 @@ static void drop_outputs(const char *dir, const char *tmp, const struct member_i
 		io->crc = NULL;
 		io->corrupt_at = UINT64_MAX;
 	}
-	if (io->red_dfd >= 0)
-		close(io->red_dfd);
-	io->red_dfd = -1;
 	if (red_new) {
 		if (io->red_fd >= 0)
 			close(io->red_fd);
@@ -303,7 +298,7 @@ static int share_checks(const struct redset *rs, int ret, int data_bad, int red_
 int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, bool have_mine,
 		   char *err, size_t errlen)
 {
-	struct codec_io io = {.red_fd = -1, .red_dfd = -1, .corrupt_at = UINT64_MAX};
+	struct codec_io io = {.red_fd = -1, .corrupt_at = UINT64_MAX};
 	struct set_meta m = {0};
 	struct red_crc crcs = {0}, mine_crcs = {0};
 	int nsec = rs->ops->nsections(rs), p = rs->p, root = -1, ret;
@@ -451,8 +446,6 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 out:
 	if (ret)
 		drop_outputs(dir, tmp, &m.m[rs->me], &io, &crcs, data_new, red_new);
-	if (io.red_dfd >= 0)
-		close(io.red_dfd);
 	if (io.red_fd >= 0)
 		close(io.red_fd);
 	lf_close(&io.lf);

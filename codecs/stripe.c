@@ -14,9 +14,9 @@ uint64_t stripe_chunk(int p, int k, uint64_t max_logical)
 	uint64_t d = (uint64_t)(p - k);
 	uint64_t c = (max_logical + d - 1) / d;
 
-	/* Page multiples keep every piece page aligned, in the buffers and in
-	 * the files (O_DIRECT), and aligned for xor_gen and the
-	 * ISA-L vector kernels. */
+	/* Page multiples keep every piece whole pages, in the buffers and in
+	 * the files (no partial page in the page cache), and aligned for
+	 * xor_gen and the ISA-L vector kernels. */
 	return (c + 4095) & ~(uint64_t)4095;
 }
 
@@ -24,11 +24,12 @@ size_t stripe_piece(int p, int k)
 {
 	/* A member holds 2 slots for each stripe it sends to, gathers (p
 	 * pieces a slot) or receives a row of: about 4p pieces in all, kept
-	 * near 8 MiB, pieces between 64 KiB and 1 MiB. Every piece costs a
-	 * message per link, which with ranks sharing cores may wait for a
-	 * scheduling slot; smaller pieces stay in cache and fill the
-	 * pipeline sooner. */
-	size_t b = ((size_t)8 << 20) / ((size_t)4 * p), piece = 64 * 1024;
+	 * near 4 MiB, pieces between 64 KiB and 1 MiB (128 KiB for a set of
+	 * 8). Every piece costs a message per link, but smaller pieces stay
+	 * in cache and keep the pipeline full: with 8 ranks on 2 cores,
+	 * 128 KiB encoded fastest, 64 KiB and 256 KiB close, 512 KiB slower
+	 * (issue 10). */
+	size_t b = ((size_t)4 << 20) / ((size_t)4 * p), piece = 64 * 1024;
 
 	(void)k;
 	while (piece * 2 <= b && piece < 1024 * 1024)

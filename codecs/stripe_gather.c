@@ -25,8 +25,7 @@
  *
  * Source data is read with pread into buffers kept warm for the process
  * (red_io.c), one piece at a time, its crc64 noted there while in cache;
- * rows bound for the redundancy file go out through io_uring from the slot
- * that holds them. */
+ * rows go out through io_uring from the slot that holds them. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -120,30 +119,34 @@ static void read_pos(struct engine *e, int pos, uint64_t off, unsigned char *buf
 	}
 }
 
-/* A sink's row of piece off goes to its place: rebuilt data into the
- * member's files, synchronously (the restore reads them next, from the
- * page cache); a checksum row into the redundancy file through io_uring,
- * the slot staying busy until it is written. A task's pieces come in
- * order, so the crc64 of a section chains. */
+/* A sink's row of piece off goes to its place through io_uring, the slot
+ * staying busy until it is written: rebuilt data into the member's files
+ * (a piece across two files synchronously), a checksum row into the
+ * redundancy file. A task's pieces come in order, so the crc64s chain. */
 static void write_pos(struct engine *e, struct slot *sl, int pos, uint64_t off, int len)
 {
 	struct codec_io *io = e->io;
 	struct red_section *sec;
+	uint64_t lo = (uint64_t)pos * io->meta->chunk + off, at;
+	size_t n;
+	int fd;
 
 	if (pos < e->d) {
-		keep_err(io,
-			 red_data_write(io, (uint64_t)pos * io->meta->chunk + off, sl->buf, len));
-		sl->state = SLOT_FREE;
-		return;
+		red_data_note(io, lo, sl->buf, len);
+		if (!red_data_place(&io->lf, lo, len, &fd, &at, &n)) {
+			keep_err(io, lf_write(&io->lf, lo, sl->buf, len));
+			n = 0;
+		}
+		sl->w = (struct red_write){.fd = fd, .buf = sl->buf, .len = n, .off = at};
+	} else {
+		sec = &io->sec[pos - e->d];
+		sec->crc = crc64_ecma_refl(sec->crc, sl->buf, len);
+		sl->w = (struct red_write){
+		    .fd = io->red_fd, .buf = sl->buf, .len = len, .off = sec->offset + off};
 	}
-	sec = &io->sec[pos - e->d];
-	sec->crc = crc64_ecma_refl(sec->crc, sl->buf, len);
-	sl->w = (struct red_write){.fd = io->red_fd,
-				   .dfd = io->red_dfd,
-				   .direct = &io->red_direct,
-				   .buf = sl->buf,
-				   .len = len,
-				   .off = sec->offset + off};
+	sl->state = SLOT_FREE;
+	if (!sl->w.len)
+		return;
 	sl->state = SLOT_WRITE;
 	if (red_write_start(&sl->w)) {
 		keep_err(io, sl->w.res);
