@@ -297,8 +297,7 @@ int main(int argc, char **argv)
 		printf(
 		    "aggregate GB/s over all ranks (%d x %.1f MiB / first start to last end), best "
 		    "and median of %d;\ncp: /bin/cp of every rank's image to the same filesystem "
-		    "at once (a "
-		    "child process per rank)\n",
+		    "at once (a child process per rank)\n",
 		    nranks, size / 1048576.0, REPS);
 		printf("%-4s %2s | %6s %6s | %6s %6s | %6s %6s | %7s %7s | %s\n", "sch", "k",
 		       "encode", "median", "rebld", "median", "cp", "median", "enc/cp", "reb/cp",

@@ -9,11 +9,11 @@
  * Reads use pread rather than io_uring: on tmpfs (Linux 6.18) io_uring
  * cannot read without blocking and hands every read to a worker thread,
  * which measured half as fast as pread into the same buffer. Writes are
- * buffered, never O_DIRECT: io_uring's worker serialises the writes to one
- * file, and with O_DIRECT each piece then waited on the device in turn; on
- * the shared disk of a 2-core VM the codec test took 50-200 s instead of
- * 3.5 s. Buffered, the pieces land in the page cache and the fsync that
- * ends the file writes them out together.
+ * buffered, never O_DIRECT: io_uring's worker takes the writes to one file
+ * one at a time (they are hashed by inode), and with O_DIRECT each piece
+ * then waited on the device in turn; on the shared disk of a 2-core VM the
+ * codec test took 17-198 s instead of 3.5 s. Buffered, the pieces land in
+ * the page cache and the fsync that ends the file writes them together.
  *
  * One encode or rebuild runs at a time in a process (they are collective
  * over the set), so the buffers have one user per use at a time. */
@@ -49,8 +49,8 @@ unsigned char *red_buf(enum red_buf_use use, size_t bytes)
 
 	if (kept[use].size >= bytes)
 		return kept[use].base;
-	/* The runtime's own anonymous memory (the preload layer serves
-	 * malloc to stasis from libc, but a kept buffer is stasis's alone). */
+	/* Straight from mmap: stasis's own memory, outside the application's
+	 * arena and image, for as long as the process lives. */
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;

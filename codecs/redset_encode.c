@@ -98,7 +98,7 @@ static void share_free(struct crc_share *sh)
 	free(sh->mine);
 }
 
-/* As agree() (the worst result everywhere, a member that did not fail
+/* As red_agree() (the worst result everywhere, a member that did not fail
  * naming the one that did), and on success every record gets its crcs. */
 static int share_end(const struct redset *rs, struct set_meta *m, struct crc_share *sh, int ret,
 		     char *err, size_t errlen, const char *what)

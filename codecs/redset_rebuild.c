@@ -53,8 +53,11 @@ static void check_mine(const char *dir, const char *red, struct codec_io *io,
 {
 	uint64_t *crc = calloc(mi->nfiles ? mi->nfiles : 1, sizeof(*crc)), c;
 
-	if (mine && (!crc || red_crc_finish(mine, &io->lf, crc)))
+	if (mine && (!crc || red_crc_finish(mine, &io->lf, crc))) {
 		*data_bad = 1;
+		pr_warn("%s: the files of member %d cannot be read back: rebuilding them", dir,
+			mi->index);
+	}
 	for (int i = 0; mine && !*data_bad && i < mi->nfiles; i++) {
 		*data_bad = crc[i] != mi->file[i]->crc;
 		if (*data_bad)
@@ -275,7 +278,7 @@ static void drop_outputs(const char *dir, const char *tmp, const struct member_i
 	}
 }
 
-/* After an attempt: the worst result everywhere (as agree()), and which
+/* After an attempt: the worst result everywhere (as red_agree()), and which
  * members found their own files or redundancy file damaged. */
 static int share_checks(const struct redset *rs, int ret, int data_bad, int red_bad, int *flags,
 			char *err, size_t errlen)
@@ -306,7 +309,7 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 	bool *data_lost = calloc(p, sizeof(bool)), *red_lost = calloc(p, sizeof(bool));
 	char *red = red_path_join(dir, red_name, ""), *tmp = red_path_join(dir, red_name, ".tmp");
 	struct red_section *seen = calloc(nsec ? nsec : 1, sizeof(*seen));
-	bool red_ok, red_new = false, data_new = false, checked = false;
+	bool red_ok, red_new = false, data_new = false, checked = false, lost_any = false;
 	int have;
 
 	ret = !flags || !data_lost || !red_lost || !red || !tmp || !seen ? -ENOMEM : 0;
@@ -423,14 +426,11 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 		io.err = 0;
 		data_new = red_new = false;
 	}
-	if (!data_new && !red_new && !ret) {
-		bool any = false;
-
-		for (int x = 0; x < p; x++)
-			any |= data_lost[x] || red_lost[x];
-		if (!any)
-			goto out;
-	}
+	/* Nothing lost and every source as recorded: nothing to install. */
+	for (int x = 0; x < p; x++)
+		lost_any |= data_lost[x] || red_lost[x];
+	if (!lost_any)
+		goto out;
 	if (data_new)
 		ret = install_rebuilt(dir, &m.m[rs->me], &io.lf, &crcs, err, errlen);
 	if (!ret && red_new) {
@@ -444,7 +444,7 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 	}
 	ret = red_agree(rs, ret, err, errlen, "rebuild");
 out:
-	if (ret)
+	if (ret && (data_new || red_new))
 		drop_outputs(dir, tmp, &m.m[rs->me], &io, &crcs, data_new, red_new);
 	if (io.red_fd >= 0)
 		close(io.red_fd);
