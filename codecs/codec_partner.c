@@ -191,7 +191,7 @@ static int partner_transfer(struct redset *rs, struct codec_io *io, int y, int x
 static int partner_run(struct redset *rs, struct codec_io *io, const bool *data_lost,
 		       const bool *red_lost)
 {
-	unsigned char *a = red_buf(RED_BUF_RING, 2 * PARTNER_PIECE);
+	unsigned char *a = red_buf(RED_BUF_PIECES, 2 * PARTNER_PIECE);
 	bool encode = true;
 	int ret = 0;
 

@@ -232,7 +232,7 @@ int stripe_run(struct redset *rs, struct codec_io *io, int k, const struct strip
 /* Buffers kept warm for the life of the process, one per use: the
  * exchange's pieces, and the crc passes over whole files. A buffer of at
  * least bytes (its contents undefined), or NULL. */
-enum red_buf_use { RED_BUF_RING, RED_BUF_PASS, RED_BUF_USES };
+enum red_buf_use { RED_BUF_PIECES, RED_BUF_PASS, RED_BUF_USES };
 unsigned char *red_buf(enum red_buf_use use, size_t bytes);
 
 /* len bytes of io's logical file at lo read into buf / written from buf,

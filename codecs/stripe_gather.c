@@ -413,7 +413,7 @@ int stripe_run(struct redset *rs, struct codec_io *io, int k, const struct strip
 	req = malloc(sizeof(*req) * (nreq ? nreq : 1));
 	idx = malloc(sizeof(int) * (nreq ? nreq : 1));
 	owner = malloc(sizeof(int) * (nreq ? nreq : 1)); /* request -> task */
-	base = red_buf(RED_BUF_RING, bytes ? bytes : 1);
+	base = red_buf(RED_BUF_PIECES, bytes ? bytes : 1);
 	if (!req || !idx || !owner || !base) {
 		ret = -ENOMEM;
 		goto out;
