@@ -100,10 +100,9 @@ static void keep_err(struct codec_io *io, int ret)
 		io->err = ret;
 }
 
-static void src_read(struct codec_io *io, int sec, uint64_t off, void *buf, size_t len)
+static void src_read(struct codec_io *io, int sec, uint64_t off, unsigned char *buf, size_t len)
 {
-	int ret = sec < 0 ? lf_read(&io->lf, off, buf, len)
-			  : full_pread(io->red_fd, buf, len, io->sec[sec].offset + off);
+	int ret = sec < 0 ? red_data_read(io, off, buf, len) : red_sec_read(io, sec, off, buf, len);
 
 	if (ret) {
 		keep_err(io, ret);
@@ -111,10 +110,10 @@ static void src_read(struct codec_io *io, int sec, uint64_t off, void *buf, size
 	}
 }
 
-static void dst_write(struct codec_io *io, int sec, uint64_t off, const void *buf, size_t len)
+static void dst_write(struct codec_io *io, int sec, uint64_t off, unsigned char *buf, size_t len)
 {
 	if (sec < 0) {
-		keep_err(io, lf_write(&io->lf, off, buf, len));
+		keep_err(io, red_data_write(io, off, buf, len));
 		return;
 	}
 	keep_err(io, full_pwrite(io->red_fd, buf, len, io->sec[sec].offset + off));
@@ -128,6 +127,7 @@ static int partner_encode(struct redset *rs, struct codec_io *io, unsigned char 
 {
 	const int p = rs->p, me = rs->me;
 	const uint64_t mine = io->meta->m[me].logical;
+	struct red_crc *crc = io->crc;
 	int ret = 0;
 
 	for (int q = 1; q <= rs->param && !ret; q++) {
@@ -137,6 +137,8 @@ static int partner_encode(struct redset *rs, struct codec_io *io, unsigned char 
 		 * that each Sendrecv meets its neighbours' on both sides. */
 		uint64_t end = io->meta->max_logical;
 
+		/* Each shift reads the file again: its crc is noted once. */
+		io->crc = q == 1 ? crc : NULL;
 		for (uint64_t off = 0; off < end && !ret; off += PARTNER_PIECE) {
 			int slen = off < mine ? (int)(mine - off < PARTNER_PIECE ? mine - off
 										: PARTNER_PIECE)
@@ -154,6 +156,7 @@ static int partner_encode(struct redset *rs, struct codec_io *io, unsigned char 
 				dst_write(io, q - 1, off, rbuf, rlen);
 		}
 	}
+	io->crc = crc;
 	return ret;
 }
 
@@ -188,20 +191,16 @@ static int partner_transfer(struct redset *rs, struct codec_io *io, int y, int x
 static int partner_run(struct redset *rs, struct codec_io *io, const bool *data_lost,
 		       const bool *red_lost)
 {
-	unsigned char *a = malloc(PARTNER_PIECE), *b = malloc(PARTNER_PIECE);
+	unsigned char *a = red_buf(RED_BUF_PIECES, 2 * PARTNER_PIECE);
 	bool encode = true;
 	int ret = 0;
 
-	if (!a || !b) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	if (!a)
+		return -ENOMEM;
 	for (int x = 0; x < rs->p; x++)
 		encode = encode && !data_lost[x] && red_lost[x];
-	if (encode) {
-		ret = partner_encode(rs, io, a, b);
-		goto out;
-	}
+	if (encode)
+		return partner_encode(rs, io, a, a + PARTNER_PIECE);
 	for (int x = 0; x < rs->p && !ret; x++) {
 		if (data_lost[x])
 			ret = partner_transfer(rs, io, x, x, -1, data_lost, red_lost, a);
@@ -209,9 +208,6 @@ static int partner_run(struct redset *rs, struct codec_io *io, const bool *data_
 			ret = partner_transfer(rs, io, (x - q + rs->p) % rs->p, x, q - 1,
 					       data_lost, red_lost, a);
 	}
-out:
-	free(a);
-	free(b);
 	return ret;
 }
 

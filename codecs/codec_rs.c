@@ -71,31 +71,16 @@ out:
 	return ret;
 }
 
-/* A head's terms: ec_encode_data with the one source vec_i, whose tables
- * are the vec_i entries of every row (ec_init_tables lays out 32 bytes per
- * (row, source), rows outermost). No zeroing pass, no second pass. */
-static void rs_term(const struct stripe_plan *pl, int vec_i, int len, unsigned char *src,
-		    unsigned char **rows)
+/* Every row from every contributor in one call. */
+static void rs_combine(const struct stripe_plan *pl, int len, unsigned char **src,
+		       unsigned char **rows)
 {
-	unsigned char tbl[32 * RED_MAX_SET];
-
-	for (int r = 0; r < pl->nerased; r++)
-		memcpy(tbl + 32 * r, pl->tables + 32 * ((size_t)r * pl->ncontrib + vec_i), 32);
-	ec_encode_data(len, 1, pl->nerased, tbl, &src, rows);
-}
-
-/* rows += terms of vec_i, in place on the received partial sum. */
-static void rs_fold(const struct stripe_plan *pl, int vec_i, int len, unsigned char *src,
-		    unsigned char **rows)
-{
-	ec_encode_data_update(len, pl->ncontrib, pl->nerased, vec_i, pl->tables, src, rows);
+	ec_encode_data(len, pl->ncontrib, pl->nerased, pl->tables, src, rows);
 }
 
 const struct stripe_kernel stripe_kernel_rs = {
-	.direct = false,
-	.prepare = rs_prepare,
-	.term = rs_term,
-	.fold = rs_fold,
+    .prepare = rs_prepare,
+    .combine = rs_combine,
 };
 
 static int rs_check(const struct redset_params *prm, int p, int *param, char *err, size_t errlen)
@@ -152,7 +137,7 @@ static bool rs_feasible(const struct redset *rs, const bool *data_lost, const bo
 static int rs_run(struct redset *rs, struct codec_io *io, const bool *data_lost,
 		  const bool *red_lost)
 {
-	return stripe_ring_run(rs, io, rs->param, &stripe_kernel_rs, data_lost, red_lost);
+	return stripe_run(rs, io, rs->param, &stripe_kernel_rs, data_lost, red_lost);
 }
 
 const struct codec_ops codec_rs_ops = {

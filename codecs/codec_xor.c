@@ -1,7 +1,7 @@
-/* xor: redset's ring reduce-scatter. The k = 1 case of the stripe layout
- * (redset_int.h): each logical file is cut into p - 1 chunks, each member
- * stores one parity chunk, the XOR of one chunk of every other member, and
- * any one lost member is the XOR of everything the others hold. */
+/* xor: the k = 1 case of the stripe layout (redset_int.h), as in redset:
+ * each logical file is cut into p - 1 chunks, each member stores one
+ * parity chunk, the XOR of one chunk of every other member, and any one
+ * lost member is the XOR of everything the others hold. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,31 +21,24 @@ static int xor_prepare(int p, int k, struct stripe_plan *pl)
 	return 0;
 }
 
-static void xor_term(const struct stripe_plan *pl, int vec_i, int len, unsigned char *src,
-		     unsigned char **rows)
+static void xor_combine(const struct stripe_plan *pl, int len, unsigned char **src,
+			unsigned char **rows)
 {
-	(void)pl;
-	(void)vec_i;
-	memcpy(rows[0], src, len);
-}
+	void *v[RED_MAX_SET + 1];
 
-static void xor_fold(const struct stripe_plan *pl, int vec_i, int len, unsigned char *src,
-		     unsigned char **rows)
-{
-	void *v[3] = {src, rows[0], rows[0]};
-
-	(void)pl;
-	(void)vec_i;
-	/* xor_gen reads both sources of a block before writing it: the
-	 * destination may be a source. */
-	xor_gen(3, len, v);
+	if (pl->ncontrib == 1) {
+		memcpy(rows[0], src[0], len);
+		return;
+	}
+	/* All sources in one pass, the destination last. */
+	memcpy(v, src, sizeof(*v) * pl->ncontrib);
+	v[pl->ncontrib] = rows[0];
+	xor_gen(pl->ncontrib + 1, len, v);
 }
 
 const struct stripe_kernel stripe_kernel_xor = {
-	.direct = true,
-	.prepare = xor_prepare,
-	.term = xor_term,
-	.fold = xor_fold,
+    .prepare = xor_prepare,
+    .combine = xor_combine,
 };
 
 static int xor_params(const struct redset_params *prm, int p, int *param, char *err, size_t errlen)
@@ -92,7 +85,7 @@ static bool xor_feasible(const struct redset *rs, const bool *data_lost, const b
 static int xor_run(struct redset *rs, struct codec_io *io, const bool *data_lost,
 		   const bool *red_lost)
 {
-	return stripe_ring_run(rs, io, 1, &stripe_kernel_xor, data_lost, red_lost);
+	return stripe_run(rs, io, 1, &stripe_kernel_xor, data_lost, red_lost);
 }
 
 const struct codec_ops codec_xor_ops = {

@@ -1,8 +1,10 @@
 /* Redundancy sets (DESIGN.md section 6): failure domains, set formation and
  * the choice of scheme. The redundancy file (header and member records,
  * format in redset_int.h) is redset_file.c, the parts of encode and rebuild
- * common to all schemes are redset_rebuild.c, and the schemes themselves sit
- * behind struct codec_ops in codec_*.c. */
+ * common to all schemes are redset_encode.c and redset_rebuild.c, the data
+ * path (kept buffers, crc64 on the way, io_uring writes) red_io.c and
+ * red_crc.c, and the schemes themselves sit behind struct codec_ops in
+ * codec_*.c. */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -249,6 +251,22 @@ err:
 	free(seq);
 	free(start);
 	return ret;
+}
+
+/* MPI_MINLOC: the most negative errno wins, ties to the lowest member. */
+int red_agree(const struct redset *rs, int ret, char *err, size_t errlen, const char *what)
+{
+	struct {
+		int v;
+		int r;
+	} in = {ret, rs->me}, out;
+
+	if (PMPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, rs->comm) != MPI_SUCCESS)
+		return -EIO;
+	if (out.v && !ret)
+		stasis_errf(err, errlen, "%s failed on rank %d (set %d): %s", what,
+			    rs->world[out.r], rs->set_id, strerror(-out.v));
+	return out.v;
 }
 
 void redset_free(struct redset *rs)

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,39 +118,6 @@ int lf_alloc(struct lfile *lf, int n)
 	return 0;
 }
 
-/* crc64 of size bytes of fd from off (page aligned): through a read-only
- * mapping, which spares copying the file into a buffer first (the crc
- * passes over the files and redundancy files are as long as the coding
- * itself); through pread into buf when the file cannot be mapped. */
-static int range_crc(int fd, uint64_t off, uint64_t size, unsigned char *buf, uint64_t *crc)
-{
-	uint64_t c = 0;
-	void *map = size ? mmap(NULL, size, PROT_READ, MAP_SHARED, fd, (off_t)off) : MAP_FAILED;
-	int ret;
-
-	if (map != MAP_FAILED) {
-		*crc = crc64_ecma_refl(0, map, size);
-		munmap(map, size);
-		return 0;
-	}
-	for (uint64_t o = 0; o < size; o += RED_IO_PIECE) {
-		size_t n = size - o < RED_IO_PIECE ? size - o : RED_IO_PIECE;
-
-		ret = full_pread(fd, buf, n, off + o);
-		if (ret)
-			return ret;
-		c = crc64_ecma_refl(c, buf, n);
-	}
-	*crc = c;
-	return 0;
-}
-
-int red_file_crc(int fd, uint64_t size, unsigned char *buf, uint64_t *crc)
-{
-	return range_crc(fd, 0, size, buf, crc);
-}
-
-
 /* ---- member records ---- */
 
 static size_t record_bytes(int n, const char *const *names)
@@ -181,7 +147,7 @@ void *red_build_record(const struct redset *rs, const char *const *names, int n,
 	rec->logical_size = lf->total;
 	for (int i = 0; i < n; i++) {
 		f[i].size = lf->size[i];
-		f[i].crc = crc[i];
+		f[i].crc = crc ? crc[i] : 0;
 		f[i].name_len = strlen(names[i]) + 1;
 		memcpy(name, names[i], f[i].name_len);
 		name += f[i].name_len;
@@ -338,14 +304,16 @@ out:
 	return ret;
 }
 
-/* Loads and checks this member's own redundancy file: header, meta and
- * every payload section's crc; also that it was written for this set
- * geometry. On success m holds the records and sec (malloc'd) the
- * sections. Any failure just means "not valid" to the caller. */
+/* Loads and checks this member's own redundancy file: header, meta, the
+ * section table's bounds and, with payload, every payload section's crc
+ * (without: the caller checks them as it reads them); also that it was
+ * written for this set geometry. On success m holds the records and sec
+ * (malloc'd) the sections. Any failure just means "not valid" to the
+ * caller. */
 int red_load(const struct redset *rs, const char *path, struct set_meta *m,
-	     struct red_section **secp, int *fdp)
+	     struct red_section **secp, int *fdp, bool payload)
 {
-	unsigned char *page = malloc(RED_HEADER_BYTES), *buf = malloc(RED_IO_PIECE), *meta = NULL;
+	unsigned char *page = malloc(RED_HEADER_BYTES), *meta = NULL;
 	struct red_header *h = (void *)page;
 	struct red_section *sec = NULL;
 	int fd = files_open_private(path, O_RDWR, NULL, 0), ret = 0, nsec = rs->ops->nsections(rs);
@@ -353,7 +321,7 @@ int red_load(const struct redset *rs, const char *path, struct set_meta *m,
 	struct stat st;
 
 	*secp = NULL;
-	if (!page || !buf) {
+	if (!page) {
 		ret = -ENOMEM;
 		goto err;
 	}
@@ -415,8 +383,8 @@ int red_load(const struct redset *rs, const char *path, struct set_meta *m,
 			ret = -EBADMSG;
 			goto err;
 		}
-		ret = range_crc(fd, sec[i].offset, sec[i].size, buf, &crc);
-		if (!ret && crc != sec[i].crc)
+		ret = payload ? red_range_crc(fd, sec[i].offset, sec[i].size, &crc) : 0;
+		if (!ret && payload && crc != sec[i].crc)
 			ret = -EBADMSG;
 		if (ret)
 			goto err;
@@ -424,7 +392,6 @@ int red_load(const struct redset *rs, const char *path, struct set_meta *m,
 	*secp = sec;
 	*fdp = fd;
 	free(page);
-	free(buf);
 	return 0;
 err:
 	if (fd >= 0)
@@ -433,6 +400,5 @@ err:
 	free(meta);
 	free(sec);
 	free(page);
-	free(buf);
 	return ret;
 }

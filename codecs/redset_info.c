@@ -68,7 +68,7 @@ int redset_info_read(const char *path, struct redset_info *out, char *err, size_
 		return -EBADMSG;
 	}
 	/* The whole file: records and every payload section's crc. */
-	ret = red_load(&rs, path, &m, &sec, &fd);
+	ret = red_load(&rs, path, &m, &sec, &fd, true);
 	if (ret) {
 		stasis_errf(err, errlen, "%s: damaged redundancy file (%s)", path,
 			    ret == -EBADMSG ? "checksum or layout mismatch" : strerror(-ret));

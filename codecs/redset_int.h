@@ -17,18 +17,20 @@
  * zeros (only logically) to the set's largest logical size S.
  *
  * Stripe layout (xor = k 1, rs = k checksum chunks): a logical file is cut
- * into p - k chunks of C bytes (C = ceil(S / (p - k)) rounded up to 64).
+ * into p - k chunks of C bytes (C = ceil(S / (p - k)) rounded up to 4096, so
+ * that pieces are whole pages in memory and in the files; files written
+ * with C a multiple of 64 read the same, C is taken from the header).
  * There are p stripes; stripe s is one codeword of length p over GF(2^8)
  * in which member x holds position pos = (x - s - k) mod p: positions
  * 0..p-k-1 are data (member x's chunk number pos), positions p-k..p-1 are
  * checksums (member x's payload section pos - (p - k)). Every member thus
  * holds one position of every stripe: p - k data chunks and k checksum
- * chunks, and the chain of data positions of a stripe runs left to right
- * around the ring, which makes encoding a ring reduce-scatter. */
+ * chunks. */
 #ifndef STASIS_REDSET_INT_H
 #define STASIS_REDSET_INT_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "redset.h"
@@ -127,13 +129,27 @@ struct redset {
 	int *world;     /* world rank of each member */
 };
 
+/* crc64 of each of a logical file's files, fed by parts as its data passes
+ * (red_crc.c): the file is cut into segments of seg bytes, each segment
+ * fed in order (the segments in any order). */
+struct red_crc {
+	int n; /* files */
+	int nseg;
+	uint64_t seg;
+	uint64_t *crc; /* [nseg][n] */
+	uint64_t *fed; /* [nseg][n] bytes fed */
+};
+
 /* What a scheme works on during one encode or rebuild on this member. */
 struct codec_io {
 	const struct set_meta *meta;
 	struct lfile lf;          /* this member's logical file (read, or written when lost) */
-	int red_fd;               /* this member's redundancy file */
+	int red_fd;		  /* this member's redundancy file */
 	struct red_section *sec;  /* its payload sections; crc accumulated while written */
+	struct red_section *sec_seen; /* sections being checked: crc and bytes read in order */
 	int nsec;
+	struct red_crc *crc;	  /* noted as lf's data passes (red_data_*), or NULL */
+	uint64_t corrupt_at;	  /* corrupt-rebuild: logical offset spoilt, UINT64_MAX none */
 	int err;                  /* first local I/O error; the collective still runs on */
 };
 
@@ -169,7 +185,7 @@ static inline int stripe_member(int p, int k, int s, int pos)
 }
 
 /* Plan of one stripe: which positions are rebuilt (erased) and from which
- * p - k surviving positions (contrib, in chain order). tables belong to the
+ * p - k surviving positions (contrib, in codeword order). tables belong to the
  * kernel and may be shared by stripes with the same position pattern. */
 struct stripe_plan {
 	int ncontrib;
@@ -180,19 +196,13 @@ struct stripe_plan {
 	bool owns_tables;
 };
 
-/* The arithmetic of a scheme, on the nerased rows of a piece (each len
- * bytes, 64-byte aligned) for contributor vec_i with source data src:
- * term() overwrites the rows with the contributor's terms (a chain head),
- * fold() adds them into the rows in place (the partial sum received from
- * the predecessor). direct: the term is the data itself (xor); a head then
- * sends src as it is and term() is a copy. */
+/* The arithmetic of a scheme on a piece of a stripe (len bytes, 64-byte
+ * aligned): rows[0..nerased) = the combination that the plan gives of the
+ * contributors' pieces src[0..ncontrib), in contributor order. */
 struct stripe_kernel {
-	bool direct;
 	int (*prepare)(int p, int k, struct stripe_plan *pl);
-	void (*term)(const struct stripe_plan *pl, int vec_i, int len, unsigned char *src,
-		     unsigned char **rows);
-	void (*fold)(const struct stripe_plan *pl, int vec_i, int len, unsigned char *src,
-		     unsigned char **rows);
+	void (*combine)(const struct stripe_plan *pl, int len, unsigned char **src,
+			unsigned char **rows);
 };
 
 extern const struct stripe_kernel stripe_kernel_xor, stripe_kernel_rs;
@@ -209,13 +219,70 @@ uint64_t stripe_chunk(int p, int k, uint64_t max_logical);
  * in cache together. Same on all members for the same p, k. */
 size_t stripe_piece(int p, int k);
 
-/* ---- stripe engine over MPI (stripe_ring.c) ---- */
-int stripe_ring_run(struct redset *rs, struct codec_io *io, int k, const struct stripe_kernel *kern,
-		    const bool *data_lost, const bool *red_lost);
+/* ---- stripe engine over MPI (stripe_gather.c) ---- */
+int stripe_run(struct redset *rs, struct codec_io *io, int k, const struct stripe_kernel *kern,
+	       const bool *data_lost, const bool *red_lost);
 
 /* ---- common to redset.c, redset_file.c and redset_rebuild.c ---- */
 
 #define RED_IO_PIECE (1u << 20) /* buffer of the crc passes over whole files */
+
+/* ---- the data path (red_io.c, red_crc.c) ---- */
+
+/* Buffers kept warm for the life of the process, one per use: the
+ * exchange's pieces, and the crc passes over whole files. A buffer of at
+ * least bytes (its contents undefined), or NULL. */
+enum red_buf_use { RED_BUF_PIECES, RED_BUF_PASS, RED_BUF_USES };
+unsigned char *red_buf(enum red_buf_use use, size_t bytes);
+
+/* len bytes of io's logical file at lo read into buf / written from buf,
+ * their crc noted when io->crc (a write also applies io->corrupt_at). */
+int red_data_read(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len);
+int red_data_write(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len);
+/* What red_data_write does before writing (the fault point, the crc). */
+void red_data_note(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len);
+/* Where len bytes of lf at lo go when that is one write: true with fd,
+ * off and n (0 when all of it is the zero padding past the files), false
+ * when they span files. */
+bool red_data_place(const struct lfile *lf, uint64_t lo, size_t len, int *fd, uint64_t *off,
+		    size_t *n);
+/* len bytes at off of payload section i of io's redundancy file, their crc
+ * noted when io->sec_seen. */
+int red_sec_read(struct codec_io *io, int i, uint64_t off, unsigned char *buf, size_t len);
+
+/* A write through io_uring. red_write_start: 0 when in flight (the caller
+ * keeps w until red_write_reap returns it), 1 when already done (without
+ * io_uring), res then holds 0 or -errno. */
+struct red_write {
+	int fd;
+	const unsigned char *buf;
+	size_t len;
+	uint64_t off;
+	int res;
+};
+int red_write_start(struct red_write *w);
+/* A finished write (res set), or NULL when none is in flight or, without
+ * wait, none has finished. */
+struct red_write *red_write_reap(bool wait);
+unsigned red_write_inflight(void);
+
+/* crc(A || B) from crc(A), crc(B) and |B| (crc64_ecma_refl, seed 0). */
+uint64_t red_crc_join(uint64_t crc_a, uint64_t crc_b, uint64_t len_b);
+/* seg 0: one segment. */
+int red_crc_init(struct red_crc *t, const struct lfile *lf, uint64_t seg);
+void red_crc_free(struct red_crc *t);
+void red_crc_feed(struct red_crc *t, const struct lfile *lf, uint64_t lo, const unsigned char *buf,
+		  size_t len);
+/* Each file's crc64 into crc[n]; the parts not fed whole, once and in
+ * order, are read from the files. */
+int red_crc_finish(const struct red_crc *t, const struct lfile *lf, uint64_t *crc);
+/* crc64 of size bytes of fd from off, read into the kept pass buffer. */
+int red_range_crc(int fd, uint64_t off, uint64_t size, uint64_t *crc);
+
+/* Collective over the set: every member learns the worst result (the most
+ * negative errno, ties to the lowest member); one that did not fail itself
+ * gets err naming the rank that did and what failed. */
+int red_agree(const struct redset *rs, int ret, char *err, size_t errlen, const char *what);
 
 static inline int redset_mpi_ret(int rc)
 {
@@ -224,7 +291,6 @@ static inline int redset_mpi_ret(int rc)
 
 /* ---- the redundancy file (redset_file.c, no MPI) ---- */
 
-int red_file_crc(int fd, uint64_t size, unsigned char *buf, uint64_t *crc);
 char *red_path_join(const char *dir, const char *name, const char *suffix); /* malloc'd */
 void *red_build_record(const struct redset *rs, const char *const *names, int n,
 		       const struct lfile *lf, const uint64_t *crc, size_t *len);
@@ -236,6 +302,6 @@ int red_create(const char *path, int *fd, uint64_t size);
 int red_finish(const struct redset *rs, const struct set_meta *m, int fd,
 	       const struct red_section *sec, int nsec);
 int red_load(const struct redset *rs, const char *path, struct set_meta *m,
-	     struct red_section **secp, int *fdp);
+	     struct red_section **secp, int *fdp, bool payload);
 
 #endif

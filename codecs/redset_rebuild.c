@@ -1,236 +1,28 @@
-/* Encode and rebuild (DESIGN.md section 6): the collective protocol common
- * to all schemes around codec_ops.run - agreeing on every step's outcome,
- * exchanging the members' records, preparing and installing the files - in
- * which encode is the rebuild of every redundancy file from intact files. */
+/* Rebuild (DESIGN.md section 6): the collective protocol around
+ * codec_ops.run that gives back lost members their files and redundancy
+ * files - agreeing on every step's outcome, sharing the records of a
+ * member whose redundancy file is valid, checking the survivors' sources
+ * as the exchange reads them, and installing what was rebuilt once its
+ * crc64 matches its record. */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <isa-l.h>
 
 #define LOG_PREFIX "redset: "
 #include "fault.h"
 #include "log.h"
 #include "redset_int.h"
 
-/* All members learn the worst result; a member that did not fail itself
- * names the one that did in err. MPI_MINLOC: the most negative errno wins,
- * ties to the lowest member. */
-static int agree(const struct redset *rs, int ret, char *err, size_t errlen, const char *what)
+/* Opens this member's files at their recorded sizes, or false (they are
+ * then rebuilt). Their crc64 is checked by check_mine(), after the
+ * exchange has read them. */
+static bool open_recorded(const char *dir, const struct member_info *mi, struct lfile *lf)
 {
-	struct {
-		int v;
-		int r;
-	} in = {ret, rs->me}, out;
-
-	if (PMPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, rs->comm) != MPI_SUCCESS)
-		return -EIO;
-	if (out.v && !ret)
-		stasis_errf(err, errlen, "%s failed on rank %d (set %d): %s", what,
-			      rs->world[out.r], rs->set_id, strerror(-out.v));
-	return out.v;
-}
-
-/* Opens this member's files for reading, with their sizes and crc64. */
-static int open_mine(const char *dir, const char *const *names, int n, struct lfile *lf,
-		     uint64_t *crc, char *err, size_t errlen)
-{
-	unsigned char *buf = malloc(RED_IO_PIECE);
-	int ret = lf_alloc(lf, n);
-	struct stat st;
-
-	if (!buf || ret) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (int i = 0; i < n; i++) {
-		char *path = red_path_join(dir, names[i], "");
-
-		if (!path) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		if (!*names[i] || strchr(names[i], '/') || names[i][0] == '.') {
-			/* Rebuilt files go to dir/<name>: keep names plain. */
-			stasis_errf(err, errlen,
-				    "file name '%s' must be non-empty, without '/', not starting "
-				    "with '.'",
-				    names[i]);
-			free(path);
-			ret = -EINVAL;
-			goto out;
-		}
-		lf->fd[i] = files_open_private(path, O_RDONLY, err, errlen);
-		if (lf->fd[i] < 0) {
-			ret = lf->fd[i];
-			free(path);
-			goto out;
-		}
-		if (fstat(lf->fd[i], &st)) {
-			ret = -errno;
-			stasis_errf(err, errlen, "open %s: %s", path, strerror(errno));
-			free(path);
-			goto out;
-		}
-		lf->size[i] = st.st_size;
-		lf->total += st.st_size;
-		ret = fault_hit(FAULT_FAIL_ENCODE_READ)
-			  ? -EIO
-			  : red_file_crc(lf->fd[i], lf->size[i], buf, &crc[i]);
-		if (ret) {
-			stasis_errf(err, errlen, "read %s: %s", path, strerror(-ret));
-			free(path);
-			goto out;
-		}
-		free(path);
-	}
-out:
-	free(buf);
-	return ret;
-}
-
-/* Every member gets every member's record (the set is small; keeping all
- * of them in each redundancy file covers any tolerated loss). */
-static int gather_meta(const struct redset *rs, const void *rec, size_t len, struct set_meta *m)
-{
-	int mine = (int)len, *lens = malloc(sizeof(int) * rs->p), *displs = malloc(sizeof(int) * rs->p);
-	size_t total = 0;
-	int ret;
-
-	if (!lens || !displs) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	ret = redset_mpi_ret(PMPI_Allgather(&mine, 1, MPI_INT, lens, 1, MPI_INT, rs->comm));
-	if (ret)
-		goto out;
-	for (int x = 0; x < rs->p; x++) {
-		displs[x] = (int)total;
-		total += lens[x];
-	}
-	m->blob = malloc(total);
-	m->blob_len = total;
-	if (!m->blob) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	ret = redset_mpi_ret(
-	    PMPI_Allgatherv(rec, mine, MPI_BYTE, m->blob, lens, displs, MPI_BYTE, rs->comm));
-	if (!ret)
-		ret = red_meta_parse(m, rs->p);
-	for (int x = 0; !ret && x < rs->p; x++)
-		if (m->m[x].logical > m->max_logical)
-			m->max_logical = m->m[x].logical;
-	m->chunk = ret ? 0 : rs->ops->chunk(rs, m->max_logical);
-out:
-	free(lens);
-	free(displs);
-	return ret;
-}
-
-int redset_encode(struct redset *rs, const char *dir, const char *const *names, int n,
-		  const char *red_name, char *err, size_t errlen)
-{
-	struct codec_io io = {.red_fd = -1};
-	struct set_meta m = {0};
-	bool *data_lost = calloc(rs->p, sizeof(bool)), *red_lost = calloc(rs->p, sizeof(bool));
-	uint64_t *crc = calloc(n ? n : 1, sizeof(uint64_t));
-	char *red = red_path_join(dir, red_name, ""), *tmp = red_path_join(dir, red_name, ".tmp");
-	void *rec = NULL;
-	size_t reclen = 0;
-	int nsec = rs->ops->nsections(rs), ret;
-
-	io.sec = calloc(nsec ? nsec : 1, sizeof(*io.sec));
-	io.nsec = nsec;
-	ret = !data_lost || !red_lost || !crc || !red || !tmp || !io.sec ? -ENOMEM : 0;
-	if (ret)
-		stasis_errf(err, errlen, "out of memory");
-	if (!ret)
-		ret = open_mine(dir, names, n, &io.lf, crc, err, errlen);
-	if (!ret && !(rec = red_build_record(rs, names, n, &io.lf, crc, &reclen)))
-		ret = -ENOMEM;
-	ret = agree(rs, ret, err, errlen, "reading the files to protect");
-	if (ret)
-		goto out;
-
-	ret = gather_meta(rs, rec, reclen, &m);
-	if (ret)
-		stasis_errf(err, errlen, "exchanging the set's records failed: %s",
-			      strerror(-ret));
-	else {
-		ret = fault_hit(FAULT_FAIL_ENCODE_CREATE)
-			  ? -EIO
-			  : red_create(tmp, &io.red_fd, red_layout(rs, &m, rs->me, io.sec, nsec));
-		if (ret)
-			stasis_errf(err, errlen, "create %s: %s", tmp, strerror(-ret));
-	}
-	ret = agree(rs, ret, err, errlen, "creating the redundancy file");
-	if (ret)
-		goto out;
-
-	io.meta = &m;
-	for (int x = 0; x < rs->p; x++)
-		red_lost[x] = true;
-	/* As a local I/O error in the exchange: the collective still runs. */
-	if (fault_hit(FAULT_FAIL_ENCODE_RUN))
-		io.err = -EIO;
-	ret = rs->ops->run(rs, &io, data_lost, red_lost);
-	if (!ret)
-		ret = io.err;
-	if (!ret)
-		ret = fault_hit(FAULT_FAIL_ENCODE_FINISH)
-			  ? -EIO
-			  : red_finish(rs, &m, io.red_fd, io.sec, nsec);
-	if (ret)
-		stasis_errf(err, errlen, "encoding %s (scheme %s) failed: %s", red, rs->ops->name,
-			      strerror(-ret));
-	/* Rename only once every member has a complete file, so that a set
-	 * never mixes new and old redundancy files after a failed encode. */
-	ret = agree(rs, ret, err, errlen, "encoding");
-	if (!ret && (fault_hit(FAULT_FAIL_ENCODE_INSTALL) || rename(tmp, red))) {
-		ret = -errno;
-		stasis_errf(err, errlen, "rename %s: %s", tmp, strerror(errno));
-	}
-	if (!ret)
-		ret = files_sync_dir(dir);
-	ret = agree(rs, ret, err, errlen, "installing the redundancy file");
-	pr_debug("encoded %s: scheme %s, set %d, S %llu, C %llu", red, rs->ops->name, rs->set_id,
-		 (unsigned long long)m.max_logical, (unsigned long long)m.chunk);
-out:
-	if (io.red_fd >= 0) {
-		close(io.red_fd);
-		if (ret)
-			unlink(tmp); /* our own temporary, never a user file */
-	}
-	lf_close(&io.lf);
-	red_meta_free(&m);
-	free(rec);
-	free(io.sec);
-	free(data_lost);
-	free(red_lost);
-	free(crc);
-	free(red);
-	free(tmp);
-	return ret;
-}
-
-/* ---- rebuild ---- */
-
-/* Checks this member's files against its record (size and crc64): the
- * caller's have_mine may predate a flipped byte, and rebuilding from a
- * corrupt source would spread the damage to the lost members. */
-static bool verify_mine(const char *dir, const struct member_info *mi, struct lfile *lf)
-{
-	unsigned char *buf = malloc(RED_IO_PIECE);
-	bool ok = buf && !lf_alloc(lf, mi->nfiles);
-	uint64_t crc;
+	bool ok = !lf_alloc(lf, mi->nfiles);
 	struct stat st;
 
 	for (int i = 0; ok && i < mi->nfiles; i++) {
@@ -238,19 +30,51 @@ static bool verify_mine(const char *dir, const struct member_info *mi, struct lf
 
 		lf->fd[i] = path ? files_open_private(path, O_RDONLY, NULL, 0) : -1;
 		ok = lf->fd[i] >= 0 && !fstat(lf->fd[i], &st) &&
-		     (uint64_t)st.st_size == mi->file[i]->size &&
-		     !red_file_crc(lf->fd[i], mi->file[i]->size, buf, &crc) &&
-		     crc == mi->file[i]->crc;
+		     (uint64_t)st.st_size == mi->file[i]->size;
 		if (!ok)
 			pr_warn("%s does not match its record: rebuilding it", path ? path : "?");
 		lf->size[i] = mi->file[i]->size;
 		lf->total += lf->size[i];
 		free(path);
 	}
-	free(buf);
 	if (!ok)
 		lf_close(lf);
 	return ok;
+}
+
+/* This member's files (when mine is not NULL) and loaded redundancy
+ * sections (when io->sec_seen) against their records: the caller's
+ * have_mine may predate a flipped byte, and a source that does not match
+ * would spread the damage to the lost members. The crc64 of what the
+ * exchange read is known already; the rest is read now. */
+static void check_mine(const char *dir, const char *red, struct codec_io *io,
+		       const struct member_info *mi, const struct red_crc *mine, int *data_bad,
+		       int *red_bad)
+{
+	uint64_t *crc = calloc(mi->nfiles ? mi->nfiles : 1, sizeof(*crc)), c;
+
+	if (mine && (!crc || red_crc_finish(mine, &io->lf, crc))) {
+		*data_bad = 1;
+		pr_warn("%s: the files of member %d cannot be read back: rebuilding them", dir,
+			mi->index);
+	}
+	for (int i = 0; mine && !*data_bad && i < mi->nfiles; i++) {
+		*data_bad = crc[i] != mi->file[i]->crc;
+		if (*data_bad)
+			pr_warn("%s/%s does not match its record: rebuilding it", dir, mi->name[i]);
+	}
+	for (int i = 0; io->sec_seen && !*red_bad && i < io->nsec; i++) {
+		const struct red_section *seen = &io->sec_seen[i];
+
+		if (seen->size == io->sec[i].size)
+			c = seen->crc;
+		else if (red_range_crc(io->red_fd, io->sec[i].offset, io->sec[i].size, &c))
+			c = ~io->sec[i].crc;
+		*red_bad = c != io->sec[i].crc;
+		if (*red_bad)
+			pr_warn("%s: section %d does not match its crc64: rebuilding it", red, i);
+	}
+	free(crc);
 }
 
 /* The members' records and geometry, from the lowest member whose
@@ -318,34 +142,33 @@ static int open_rebuilt(const char *dir, const struct member_info *mi, struct lf
 	return ret;
 }
 
-/* The corrupt-rebuild fault: damage a rebuilt file as a bad disk or a
- * wrong decode would, before the check below. */
-static int flip_byte(int fd, uint64_t off)
+/* The corrupt-rebuild fault point: the middle byte of the first non-empty
+ * rebuilt file is spoilt as it is decoded (red_data_write). */
+static uint64_t corrupt_offset(const struct lfile *lf)
 {
-	unsigned char b;
-	int ret = full_pread(fd, &b, 1, off);
+	uint64_t start = 0;
 
-	b ^= 0xff;
-	return ret ? ret : full_pwrite(fd, &b, 1, off);
+	for (int i = 0; i < lf->n; start += lf->size[i], i++)
+		if (lf->size[i])
+			return fault_hit(FAULT_CORRUPT_REBUILD) ? start + lf->size[i] / 2
+								: UINT64_MAX;
+	return UINT64_MAX;
 }
 
-/* Syncs the rebuilt files, checks them against the recorded crc64 and
+/* Syncs the rebuilt files, checks them against the recorded crc64 (noted
+ * as they were written: the bytes written are the bytes checked, and
+ * reading them back from the page cache would check nothing more) and
  * only then moves them to their names. */
 static int install_rebuilt(const char *dir, const struct member_info *mi, struct lfile *lf,
-			   char *err, size_t errlen)
+			   const struct red_crc *crcs, char *err, size_t errlen)
 {
-	unsigned char *buf = malloc(RED_IO_PIECE);
-	uint64_t crc;
-	int ret = buf ? 0 : -ENOMEM;
+	uint64_t *crc = calloc(mi->nfiles ? mi->nfiles : 1, sizeof(*crc));
+	int ret = crc ? red_crc_finish(crcs, lf, crc) : -ENOMEM;
 
 	for (int i = 0; !ret && i < mi->nfiles; i++) {
-		if (lf->size[i] && fault_hit(FAULT_CORRUPT_REBUILD))
-			ret = flip_byte(lf->fd[i], lf->size[i] / 2);
-		if (!ret && fsync(lf->fd[i]))
+		if (fsync(lf->fd[i]))
 			ret = -errno;
-		if (!ret)
-			ret = red_file_crc(lf->fd[i], lf->size[i], buf, &crc);
-		if (!ret && crc != mi->file[i]->crc) {
+		else if (crc[i] != mi->file[i]->crc) {
 			stasis_errf(err, errlen, "rebuilt %s/%s fails its crc64 check", dir,
 				      mi->name[i]);
 			ret = -EBADMSG;
@@ -364,7 +187,7 @@ static int install_rebuilt(const char *dir, const struct member_info *mi, struct
 	}
 	if (!ret)
 		ret = files_sync_dir(dir);
-	free(buf);
+	free(crc);
 	return ret;
 }
 
@@ -403,29 +226,106 @@ static void beyond_tolerance(const struct redset *rs, const bool *data_lost, con
 	stasis_errf(err, errlen, "%s", buf);
 }
 
+/* What this member writes in one attempt of a rebuild: its files (into
+ * temporaries, their crc64 noted as they are written) and its redundancy
+ * file, when lost. */
+static int prepare_outputs(const struct redset *rs, const char *dir, const char *tmp,
+			   const struct set_meta *m, struct codec_io *io, struct red_crc *crcs,
+			   bool data_new, bool red_new, char *err, size_t errlen)
+{
+	int ret = 0;
+
+	if (data_new) {
+		ret = open_rebuilt(dir, &m->m[rs->me], &io->lf, err, errlen);
+		if (!ret && red_crc_init(crcs, &io->lf, m->chunk))
+			ret = -ENOMEM;
+		io->crc = crcs;
+		io->corrupt_at = ret ? UINT64_MAX : corrupt_offset(&io->lf);
+	}
+	if (!ret && red_new) {
+		free(io->sec);
+		io->sec = calloc(io->nsec ? io->nsec : 1, sizeof(*io->sec));
+		if (!io->sec)
+			ret = -ENOMEM;
+		else if (mkdir(dir, 0700) && errno != EEXIST)
+			ret = -errno;
+		else
+			ret = red_create(tmp, &io->red_fd,
+					 red_layout(rs, m, rs->me, io->sec, io->nsec));
+		if (ret)
+			stasis_errf(err, errlen, "create %s: %s", tmp, strerror(-ret));
+	}
+	return ret;
+}
+
+/* Undoes prepare_outputs (an attempt given up): nothing but our own
+ * temporaries is removed. */
+static void drop_outputs(const char *dir, const char *tmp, const struct member_info *mi,
+			 struct codec_io *io, struct red_crc *crcs, bool data_new, bool red_new)
+{
+	if (data_new) {
+		remove_rebuilt(dir, mi);
+		lf_close(&io->lf);
+		red_crc_free(crcs);
+		io->crc = NULL;
+		io->corrupt_at = UINT64_MAX;
+	}
+	if (red_new) {
+		if (io->red_fd >= 0)
+			close(io->red_fd);
+		io->red_fd = -1;
+		unlink(tmp); /* our own temporary */
+	}
+}
+
+/* After an attempt: the worst result everywhere (as red_agree()), and which
+ * members found their own files or redundancy file damaged. */
+static int share_checks(const struct redset *rs, int ret, int data_bad, int red_bad, int *flags,
+			char *err, size_t errlen)
+{
+	int mine[3] = {ret, data_bad, red_bad}, worst = 0, who = 0;
+
+	if (PMPI_Allgather(mine, 3, MPI_INT, flags, 3, MPI_INT, rs->comm) != MPI_SUCCESS)
+		return -EIO;
+	for (int x = 0; x < rs->p; x++)
+		if (flags[3 * x] < worst) {
+			worst = flags[3 * x];
+			who = x;
+		}
+	if (worst && !ret)
+		stasis_errf(err, errlen, "rebuild failed on rank %d (set %d): %s", rs->world[who],
+			    rs->set_id, strerror(-worst));
+	return worst;
+}
+
 int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, bool have_mine,
 		   char *err, size_t errlen)
 {
-	struct codec_io io = {.red_fd = -1};
+	struct codec_io io = {.red_fd = -1, .corrupt_at = UINT64_MAX};
 	struct set_meta m = {0};
-	int nsec = rs->ops->nsections(rs), p = rs->p, root = -1, nlost = 0, ret;
-	int *flags = calloc((size_t)2 * p, sizeof(int)), mine[2];
+	struct red_crc crcs = {0}, mine_crcs = {0};
+	int nsec = rs->ops->nsections(rs), p = rs->p, root = -1, ret;
+	int *flags = calloc((size_t)3 * p, sizeof(int)), mine[2];
 	bool *data_lost = calloc(p, sizeof(bool)), *red_lost = calloc(p, sizeof(bool));
 	char *red = red_path_join(dir, red_name, ""), *tmp = red_path_join(dir, red_name, ".tmp");
-	bool red_ok, red_new = false, data_new = false;
+	struct red_section *seen = calloc(nsec ? nsec : 1, sizeof(*seen));
+	bool red_ok, red_new = false, data_new = false, checked = false, lost_any = false;
 	int have;
 
-	ret = !flags || !data_lost || !red_lost || !red || !tmp ? -ENOMEM : 0;
+	ret = !flags || !data_lost || !red_lost || !red || !tmp || !seen ? -ENOMEM : 0;
 	if (ret)
 		stasis_errf(err, errlen, "out of memory");
 	/* Collective: a member that stopped here alone would hang the others. */
-	ret = agree(rs, ret, err, errlen, "starting the rebuild");
+	ret = red_agree(rs, ret, err, errlen, "starting the rebuild");
 	if (ret)
 		goto out;
 
-	red_ok = red_load(rs, red, &m, &io.sec, &io.red_fd) == 0;
+	/* The sections' crc64 is checked as the exchange reads them. */
+	red_ok = red_load(rs, red, &m, &io.sec, &io.red_fd, false) == 0;
 	if (!red_ok)
 		pr_info("%s: missing or not valid", red);
+	io.nsec = nsec;
+	io.sec_seen = red_ok ? seen : NULL;
 	mine[0] = red_ok;
 	mine[1] = have_mine;
 	ret = redset_mpi_ret(PMPI_Allgather(mine, 2, MPI_INT, flags, 2, MPI_INT, rs->comm));
@@ -447,59 +347,92 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 	if (ret) {
 		stasis_errf(err, errlen, "exchanging the set's records failed: %s",
 			      strerror(-ret));
-		agree(rs, ret, err, errlen, "rebuild");
+		red_agree(rs, ret, err, errlen, "rebuild");
 		goto out;
 	}
 
-	have = have_mine && verify_mine(dir, &m.m[rs->me], &io.lf);
+	have = have_mine && open_recorded(dir, &m.m[rs->me], &io.lf) &&
+	       !red_crc_init(&mine_crcs, &io.lf, m.chunk);
+	if (!have)
+		lf_close(&io.lf);
+	io.crc = have ? &mine_crcs : NULL;
 	ret = redset_mpi_ret(PMPI_Allgather(&have, 1, MPI_INT, flags, 1, MPI_INT, rs->comm));
 	if (ret)
 		goto out;
-	for (int x = 0; x < p; x++) {
+	for (int x = 0; x < p; x++)
 		data_lost[x] = !flags[x];
-		nlost += data_lost[x] || red_lost[x];
-	}
-	if (!nlost)
-		goto out;
-	if (!rs->ops->feasible(rs, data_lost, red_lost)) {
-		beyond_tolerance(rs, data_lost, red_lost, err, errlen);
-		ret = -EUCLEAN;
-		goto out;
-	}
-	pr_info("set %d: rebuilding %d member(s), scheme %s", rs->set_id, nlost, rs->ops->name);
 
-	data_new = data_lost[rs->me];
-	red_new = red_lost[rs->me];
-	if (data_new)
-		ret = open_rebuilt(dir, &m.m[rs->me], &io.lf, err, errlen);
-	if (!ret && red_new) {
-		free(io.sec);
-		io.sec = calloc(nsec ? nsec : 1, sizeof(*io.sec));
-		if (!io.sec)
-			ret = -ENOMEM;
-		else if (mkdir(dir, 0700) && errno != EEXIST)
-			ret = -errno;
-		else
-			ret = red_create(tmp, &io.red_fd, red_layout(rs, &m, rs->me, io.sec, nsec));
+	/* Attempts: decode with the sources as they are, their crc64 checked
+	 * on the way; a source that turns out damaged is lost, and the
+	 * decoding runs again without it (each member is checked once). */
+	for (;;) {
+		int nlost = 0, data_bad = 0, red_bad = 0;
+
+		for (int x = 0; x < p; x++)
+			nlost += data_lost[x] || red_lost[x];
+		if (nlost && !rs->ops->feasible(rs, data_lost, red_lost)) {
+			beyond_tolerance(rs, data_lost, red_lost, err, errlen);
+			ret = -EUCLEAN;
+			goto out;
+		}
+		data_new = data_lost[rs->me];
+		red_new = red_lost[rs->me];
+		io.meta = &m;
+		if (nlost) {
+			pr_info("set %d: rebuilding %d member(s), scheme %s", rs->set_id, nlost,
+				rs->ops->name);
+			ret = prepare_outputs(rs, dir, tmp, &m, &io, &crcs, data_new, red_new, err,
+					      errlen);
+			ret = red_agree(rs, ret, err, errlen, "preparing the rebuild");
+			if (ret)
+				goto out;
+			if (fault_hit(FAULT_FAIL_REBUILD_RUN))
+				io.err = -EIO; /* as a local I/O error in the exchange */
+			ret = rs->ops->run(rs, &io, data_lost, red_lost);
+			if (!ret)
+				ret = io.err;
+			if (ret)
+				stasis_errf(err, errlen, "rebuild (scheme %s) failed: %s",
+					    rs->ops->name, strerror(-ret));
+		}
+		if (!ret && !checked)
+			check_mine(dir, red, &io, &m.m[rs->me], data_new ? NULL : &mine_crcs,
+				   &data_bad, &red_bad);
+		checked = true;
+		ret = share_checks(rs, ret, data_bad, red_bad, flags, err, errlen);
 		if (ret)
-			stasis_errf(err, errlen, "create %s: %s", tmp, strerror(-ret));
+			goto out;
+		/* Nothing checked that was not known: the outputs stand. */
+		data_bad = red_bad = 0;
+		for (int x = 0; x < p; x++) {
+			data_bad |= flags[3 * x + 1];
+			red_bad |= flags[3 * x + 2];
+		}
+		if (!data_bad && !red_bad)
+			break;
+		drop_outputs(dir, tmp, &m.m[rs->me], &io, &crcs, data_new, red_new);
+		if (flags[3 * rs->me + 1])
+			lf_close(&io.lf);
+		if (flags[3 * rs->me + 2] && io.red_fd >= 0) {
+			close(io.red_fd);
+			io.red_fd = -1;
+		}
+		for (int x = 0; x < p; x++) {
+			data_lost[x] |= flags[3 * x + 1];
+			red_lost[x] |= flags[3 * x + 2];
+		}
+		io.crc = NULL;
+		io.sec_seen = NULL;
+		io.err = 0;
+		data_new = red_new = false;
 	}
-	io.nsec = nsec;
-	io.meta = &m;
-	ret = agree(rs, ret, err, errlen, "preparing the rebuild");
-	if (ret)
+	/* Nothing lost and every source as recorded: nothing to install. */
+	for (int x = 0; x < p; x++)
+		lost_any |= data_lost[x] || red_lost[x];
+	if (!lost_any)
 		goto out;
-
-	if (fault_hit(FAULT_FAIL_REBUILD_RUN))
-		io.err = -EIO; /* as a local I/O error in the exchange */
-	ret = rs->ops->run(rs, &io, data_lost, red_lost);
-	if (!ret)
-		ret = io.err;
-	if (ret)
-		stasis_errf(err, errlen, "rebuild (scheme %s) failed: %s", rs->ops->name,
-			      strerror(-ret));
-	if (!ret && data_new)
-		ret = install_rebuilt(dir, &m.m[rs->me], &io.lf, err, errlen);
+	if (data_new)
+		ret = install_rebuilt(dir, &m.m[rs->me], &io.lf, &crcs, err, errlen);
 	if (!ret && red_new) {
 		ret = red_finish(rs, &m, io.red_fd, io.sec, nsec);
 		if (!ret && rename(tmp, red))
@@ -509,16 +442,17 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 		if (ret)
 			stasis_errf(err, errlen, "writing %s: %s", red, strerror(-ret));
 	}
-	ret = agree(rs, ret, err, errlen, "rebuild");
+	ret = red_agree(rs, ret, err, errlen, "rebuild");
 out:
-	if (ret && data_new)
-		remove_rebuilt(dir, &m.m[rs->me]);
+	if (ret && (data_new || red_new))
+		drop_outputs(dir, tmp, &m.m[rs->me], &io, &crcs, data_new, red_new);
 	if (io.red_fd >= 0)
 		close(io.red_fd);
-	if (ret && red_new)
-		unlink(tmp); /* our own temporary */
 	lf_close(&io.lf);
 	red_meta_free(&m);
+	red_crc_free(&crcs);
+	red_crc_free(&mine_crcs);
+	free(seen);
 	free(io.sec);
 	free(flags);
 	free(data_lost);

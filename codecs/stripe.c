@@ -14,21 +14,24 @@ uint64_t stripe_chunk(int p, int k, uint64_t max_logical)
 	uint64_t d = (uint64_t)(p - k);
 	uint64_t c = (max_logical + d - 1) / d;
 
-	/* 64-byte multiples keep every piece aligned for xor_gen and the
-	 * ISA-L vector kernels. */
-	return (c + 63) & ~(uint64_t)63;
+	/* Page multiples keep every piece whole pages, in the buffers and in
+	 * the files (no partial page in the page cache), and aligned for
+	 * xor_gen and the ISA-L vector kernels. */
+	return (c + 4095) & ~(uint64_t)4095;
 }
 
 size_t stripe_piece(int p, int k)
 {
-	/* A member has at most p tasks, each with RING_DEPTH (2) buffers of k
-	 * rows: keep that near 16 MiB, pieces between 64 KiB and 1 MiB. Every
-	 * piece costs a message (a rendezvous) per chain link; with ranks
-	 * sharing cores each hop may wait for a scheduling slot, so fewer,
-	 * larger pieces win over cache residency (256 KiB pieces ran slower). */
-	size_t b = ((size_t)16 << 20) / ((size_t)2 * p * k);
-	size_t piece = 64 * 1024;
+	/* A member holds 2 slots for each stripe it sends to, gathers (p
+	 * pieces a slot) or receives a row of: about 4p pieces in all, kept
+	 * near 4 MiB, pieces between 64 KiB and 1 MiB (128 KiB for a set of
+	 * 8). Every piece costs a message per link, but smaller pieces stay
+	 * in cache and keep the pipeline full: with 8 ranks on 2 cores,
+	 * 128 KiB encoded fastest, 64 KiB and 256 KiB close, 512 KiB slower
+	 * (issue 10). */
+	size_t b = ((size_t)4 << 20) / ((size_t)4 * p), piece = 64 * 1024;
 
+	(void)k;
 	while (piece * 2 <= b && piece < 1024 * 1024)
 		piece *= 2;
 	return piece;
@@ -44,8 +47,7 @@ static bool same_pattern(const struct stripe_plan *a, const struct stripe_plan *
 /* Position pos of stripe s is erased when its member lost what that
  * position lives in: its files for a data position, its redundancy file
  * for a checksum position. The contributors are the first p - k surviving
- * positions in codeword order, i.e. in ring order from the stripe's first
- * data member, so that with no loss (encode) the chain is the ring. */
+ * positions in codeword order (with no loss, encode: the data positions). */
 int stripe_plans_make(int p, int k, const struct stripe_kernel *kern, const bool *data_lost,
 		      const bool *red_lost, struct stripe_plan *plans)
 {

@@ -28,12 +28,14 @@ static const struct {
 	[FAULT_FAIL_IMAGE_INSTALL] = {"fail-image-install", false},
 	/* redset_rebuild.c (encode): reading the files to protect, creating
 	 * the redundancy file, the codec's exchange, writing its header and
-	 * meta, renaming it into place */
+	 * meta, renaming it into place; a file to protect truncated by
+	 * "someone else" to half its size once the encode has its size */
 	[FAULT_FAIL_ENCODE_READ] = {"fail-encode-read", false},
 	[FAULT_FAIL_ENCODE_CREATE] = {"fail-encode-create", false},
 	[FAULT_FAIL_ENCODE_RUN] = {"fail-encode-run", false},
 	[FAULT_FAIL_ENCODE_FINISH] = {"fail-encode-finish", false},
 	[FAULT_FAIL_ENCODE_INSTALL] = {"fail-encode-install", false},
+	[FAULT_TRUNCATE_ENCODE] = {"truncate-encode", false},
 	/* store.c: writing the commit record; retention.c: removing an older
 	 * checkpoint after a commit */
 	[FAULT_FAIL_COMMIT] = {"fail-commit", false},

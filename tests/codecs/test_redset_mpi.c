@@ -5,7 +5,8 @@
  * the scheme tolerates, rebuilds and compares byte for byte. Also: a
  * corrupted byte in a file and in a redundancy file, a lost redundancy
  * file next to lost files, one node more than tolerated (-EUCLEAN on every
- * rank with the message, nothing deleted), and placement errors.
+ * rank with the message, nothing deleted), a file truncated by another
+ * process during an encode (an error, never SIGBUS), and placement errors.
  * Exit 0 pass, 1 fail, 77 skip. */
 #include <dirent.h>
 #include <errno.h>
@@ -18,6 +19,8 @@
 
 #include <mpi.h>
 
+#include "fault.h"
+#include "log.h"
 #include "redset.h"
 
 #define MAXF 3
@@ -293,6 +296,38 @@ static void run_scheme(const char *scheme, int k, int lose, bool extras)
 			       scheme, k);
 	}
 
+	if (extras && k >= 2) {
+		/* Node 1 lost (ranks 2, 3) and, unnoticed by the caller, a
+		 * byte flipped in a survivor's file in set 0 (rank 4) and in a
+		 * survivor's redundancy data in set 1 (rank 5): the decoding
+		 * reads them before their checksums are known, so the damage
+		 * must be found and the set rebuilt without them. */
+		struct stat st;
+		char path[700];
+
+		MPI_Barrier(MPI_COMM_WORLD);
+		if (node_of(rank) == 1)
+			delete_mine(&f);
+		for (int i = 0; rank == 4 && i < f.n; i++)
+			if (f.size[i] > 0) {
+				flip_byte(f.name[i], f.size[i] / 3);
+				break;
+			}
+		snprintf(path, sizeof(path), "%s/%s", dir, f.red);
+		/* C is a multiple of 4096: the file's last page is payload. */
+		if (rank == 5 && !stat(path, &st))
+			flip_byte(f.red, st.st_size - 100);
+		MPI_Barrier(MPI_COMM_WORLD);
+		ret = redset_rebuild(rs, dir, f.red, node_of(rank) != 1, err, sizeof(err));
+		if (ret)
+			FAIL("%s: lost node + damaged sources: %d %s", what, ret, err);
+		expect_intact(&f, "lost node + damaged sources");
+		if (!rank)
+			printf("ok %-8s k/R %d: lost node + unnoticed damage in a file and in "
+			       "redundancy data\n",
+			       scheme, k);
+	}
+
 	/* one node more than tolerated: -EUCLEAN everywhere, nothing deleted */
 	MPI_Barrier(MPI_COMM_WORLD);
 	if (gone(rank, lose + 1))
@@ -310,6 +345,106 @@ static void run_scheme(const char *scheme, int k, int lose, bool extras)
 		       err);
 	fflush(stdout);
 	MPI_Barrier(MPI_COMM_WORLD);
+	free_files(&f);
+	redset_free(rs);
+}
+
+static unsigned char *slurp(const char *name, size_t *len)
+{
+	char path[700];
+	struct stat st;
+	unsigned char *b = NULL;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDONLY);
+	if (fd >= 0 && !fstat(fd, &st) && (b = malloc(st.st_size + 1)) &&
+	    read(fd, b, st.st_size) == st.st_size)
+		*len = st.st_size;
+	else {
+		free(b);
+		b = NULL;
+	}
+	if (fd >= 0)
+		close(fd);
+	return b;
+}
+
+/* Rank 2's first file (the set's largest) cut to half its size by
+ * "another process" once the encode knows its size (the truncate-encode
+ * fault point): reading it through a mapping died of SIGBUS; now every
+ * member of its set (0: ranks 0,2,4,6) fails with an error naming the
+ * cause, the redundancy files of the previous encode stay as they were,
+ * no temporary is left, and the other set encodes. With the file put
+ * back, encode and rebuild work again. */
+static void run_truncated(const char *scheme, int k)
+{
+	struct redset_params prm = {.scheme = scheme, .set_size = 4, .rs_k = k, .replicas = k};
+	struct redset *rs = NULL;
+	struct files f;
+	unsigned char *before, *after;
+	size_t blen = 0, alen = 0;
+	char tag[32], err[512] = "", tmp[80];
+	int ret, domain;
+
+	snprintf(tag, sizeof(tag), "trunc%s%d", scheme, k);
+	redset_domain(MPI_COMM_WORLD, "2", &domain, err, sizeof(err));
+	if (redset_create(MPI_COMM_WORLD, domain, &prm, &rs, err, sizeof(err))) {
+		FAIL("%s: create: %s", tag, err);
+		return;
+	}
+	/* One file each, rank 2's the largest (3 MiB): chunks that lie
+	 * inside it, where a mapping was read without a pread fallback. */
+	f.n = 1;
+	snprintf(f.name[0], sizeof(f.name[0]), "%s.r%d", tag, rank);
+	f.names[0] = f.name[0];
+	f.size[0] = rank == 2 ? (3u << 20) + 12345 : next() % 300000;
+	f.data[0] = malloc(f.size[0] + 1);
+	for (size_t j = 0; j < f.size[0]; j++)
+		f.data[0][j] = (unsigned char)next();
+	write_file(f.name[0], f.data[0], f.size[0]);
+	snprintf(f.red, sizeof(f.red), "%s.r%d.red", tag, rank);
+	ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
+	if (ret)
+		FAIL("%s: first encode: %s", tag, err);
+	before = slurp(f.red, &blen);
+
+	stasis_log_rank = rank;
+	fault_set_checkpoint(7);
+	if (fault_configure("truncate-encode:7@2", err, sizeof(err)))
+		FAIL("%s: %s", tag, err);
+	err[0] = 0;
+	ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
+	fault_configure("", NULL, 0);
+	if (rank % 2 == 0 && (ret == 0 || !strstr(err, rank == 2 ? "shrank" : "on rank 2")))
+		FAIL("%s: encode of a truncated file: %d '%s'", tag, ret, err);
+	if (rank % 2 && ret)
+		FAIL("%s: set 1 lost nothing: %d '%s'", tag, ret, err);
+	after = slurp(f.red, &alen);
+	if (rank % 2 == 0 && (!before || !after || alen != blen || memcmp(before, after, blen)))
+		FAIL("%s: the previous redundancy file changed", tag);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", f.red);
+	if (exists(tmp))
+		FAIL("%s: %s left behind", tag, tmp);
+	if (rank == 2)
+		printf("ok %-8s k %d: a file truncated during the encode: %s\n", scheme, k, err);
+	fflush(stdout);
+
+	if (rank == 2)
+		write_file(f.name[0], f.data[0], f.size[0]);
+	MPI_Barrier(MPI_COMM_WORLD);
+	ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
+	if (ret)
+		FAIL("%s: encode with the file put back: %s", tag, err);
+	if (node_of(rank) == 1)
+		delete_mine(&f);
+	MPI_Barrier(MPI_COMM_WORLD);
+	ret = rebuild(rs, &f, err, sizeof(err));
+	if (ret)
+		FAIL("%s: rebuild after it: %s", tag, err);
+	expect_intact(&f, tag);
+	free(before);
+	free(after);
 	free_files(&f);
 	redset_free(rs);
 }
@@ -369,6 +504,9 @@ int main(int argc, char **argv)
 	run_scheme("rs", 1, 1, false);
 	run_scheme("rs", 2, 2, true);
 	run_scheme("rs", 3, 3, false);
+	run_truncated("xor", 1);
+	run_truncated("rs", 2);
+	run_truncated("partner", 1);
 
 	expect_create_error("abc", "xor", 4, 1,
 			    "STASIS_FAILURE_DOMAIN: 'abc' is not 'host' or a positive integer");

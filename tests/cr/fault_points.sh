@@ -6,7 +6,8 @@
 # and every restart here has a lost node to rebuild.
 #   checkpoint  one run whose checkpoints fail one after another, each at
 #               another step (collect, write, sync, install, the encode's
-#               read, create, exchange, finish and install; a commit
+#               read, create, exchange, finish and install, an image
+#               truncated behind the encode's back; a commit
 #               record on one rank), on one rank: the run must end with
 #               the uninterrupted output, the failed checkpoints must have
 #               no commit record, the next one must commit. Then, for each
@@ -69,8 +70,8 @@ if [[ $mode == checkpoint ]]; then
 	# point:checkpoint@rank, each failing the whole checkpoint.
 	faults=(fail-collect:2@1 fail-write:4@2 fail-image-sync:6@3 fail-image-install:8@0
 		fail-encode-read:10@1 fail-encode-create:12@2 fail-encode-run:14@3
-		fail-encode-finish:16@0 fail-encode-install:18@1)
-	STASIS_FAULT=$(IFS=,; echo "${faults[*]},fail-commit:20@2,buffered-write:22") full_run 24
+		fail-encode-finish:16@0 fail-encode-install:18@1 truncate-encode:20@2)
+	STASIS_FAULT=$(IFS=,; echo "${faults[*]},fail-commit:22@2,buffered-write:24") full_run 26
 	for f in "${faults[@]}"; do
 		point=${f%%:*} k=${f#*:} r=${k#*@} k=${k%@*}
 		expect_fired run "$point" "$k" "$r"
@@ -80,10 +81,12 @@ if [[ $mode == checkpoint ]]; then
 	done
 	# A commit record that one rank could not write: the checkpoint is
 	# complete all the same (the others' records prove it).
-	expect_fired run fail-commit 20 2
-	cr_expect_line run "checkpoint 20 committed" "checkpoint 20 committed without rank 2's record"
-	(($(done_ranks 20) == 3)) || cr_fail "checkpoint 20: $(done_ranks 20) commit records, 3 expected"
-	cr_expect_line run "checkpoint 22 committed" "checkpoint 22 committed with buffered writes"
+	expect_fired run fail-commit 22 2
+	cr_expect_line run "checkpoint 22 committed" "checkpoint 22 committed without rank 2's record"
+	(($(done_ranks 22) == 3)) || cr_fail "checkpoint 22: $(done_ranks 22) commit records, 3 expected"
+	cr_expect_line run "checkpoint 24 committed" "checkpoint 24 committed with buffered writes"
+	# The truncated image: an error naming the cause, never SIGBUS.
+	cr_expect_line run "^stasis\\[2\\]: .*a file to protect shrank while it was read" "the image truncated during the encode of 20 was an error on rank 2"
 
 	# Newest first: keep only what precedes k, lose one node's image of
 	# k-1, and resume from it (the oldest runs to the end).
@@ -91,7 +94,7 @@ if [[ $mode == checkpoint ]]; then
 	unset STASIS_FAULT
 	for ((i = ${#faults[@]}; i >= 0; i--)); do
 		if ((i == ${#faults[@]})); then
-			k=21
+			k=23
 		else
 			f=${faults[i]} k=${faults[i]#*:} && k=${k%@*}
 		fi

@@ -169,7 +169,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fix(data[0], f, size - 1, rs.ops->nsections(&rs));
 	fuzz_put(path, f, size - 1);
 	free(f);
-	if (red_load(&rs, path, &m, &sec, &fd) == 0) {
+	if (red_load(&rs, path, &m, &sec, &fd, true) == 0) {
 		close(fd);
 		red_meta_free(&m);
 		free(sec);
