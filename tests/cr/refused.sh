@@ -31,14 +31,15 @@ declare -A names=(
 # Conflicts stasis only warns about: checkpoints go on.
 declare -A warn_only=([sigwait]=1)
 
-first=1
+iters=
 for kind in "$@"; do
 	[[ -n ${names[$kind]:-} ]] || cr_fail "unknown kind $kind"
-	cr_app refuse "--$kind" 4096 2000
-	if ((first)); then
-		# The answer does not depend on the kind: one uninterrupted run.
+	cr_app refuse "--$kind" 4096 "${iters:-2000}"
+	if [[ -z $iters ]]; then
+		# The answer does not depend on the kind: one uninterrupted run,
+		# whose iteration count (grown to last long enough) every kind uses.
 		cr_reference 1
-		first=0
+		iters=${CR_ARGS[2]}
 	fi
 	cr_run_wait "$kind"
 	cr_expect_status "$kind" 0
