@@ -433,6 +433,47 @@ out:
 	return ret;
 }
 
+/* Set or clear the write-protect bits of the registered parts of
+ * [addr, addr + len); the registration stays as it is. */
+static int uffd_set_protected(uintptr_t addr, size_t len, bool protect)
+{
+	uintptr_t end = addr + len, s, e;
+	int ret = 0, r;
+	size_t i;
+
+	pthread_mutex_lock(&st.lock);
+	if (!st.active || !aligned(addr, len)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	for (i = 0; i < st.nranges; i++) {
+		s = st.ranges[i].start > addr ? st.ranges[i].start : addr;
+		e = st.ranges[i].end < end ? st.ranges[i].end : end;
+		if (s >= e)
+			continue;
+		r = wp_range(s, e, protect);
+		if (r && !ret) {
+			ret = r;
+			errno = -r;
+			pr_perror("UFFDIO_WRITEPROTECT(%d) %#lx-%#lx", protect, (unsigned long)s,
+				  (unsigned long)e);
+		}
+	}
+out:
+	pthread_mutex_unlock(&st.lock);
+	return ret;
+}
+
+static int uffd_unprotect(uintptr_t addr, size_t len)
+{
+	return uffd_set_protected(addr, len, false);
+}
+
+static int uffd_protect(uintptr_t addr, size_t len)
+{
+	return uffd_set_protected(addr, len, true);
+}
+
 static int uffd_prepare_write(const void *addr, size_t len)
 {
 	(void)addr;
@@ -463,6 +504,8 @@ const struct dirty_backend dirty_uffd_backend = {
     .track = uffd_track,
     .untrack = uffd_untrack,
     .collect = uffd_collect,
+    .unprotect = uffd_unprotect,
+    .protect = uffd_protect,
     .prepare_write = uffd_prepare_write,
     .fini = uffd_fini,
 };
