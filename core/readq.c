@@ -128,8 +128,6 @@ int readq_pop(struct readq *q, const struct readq_req **req)
 			complete(q, cqe);
 			continue;
 		}
-		if (q->idle && q->idle(q->idle_arg))
-			continue;
 		ret = io_uring_wait_cqe(&q->ring, &cqe);
 		if (ret == -EINTR || ret == -EAGAIN)
 			continue;

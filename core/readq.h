@@ -35,10 +35,6 @@ struct readq {
 	bool ring_ok, broken; /* broken: waiting on the ring failed */
 	unsigned depth, head, count;
 	struct readq_req req[READQ_DEPTH];
-	/* Called while the oldest read is still under way: one slice of other
-	 * work, returning 0 when there is none left (then the queue waits). */
-	int (*idle)(void *arg);
-	void *idle_arg;
 };
 
 int readq_init(struct readq *q, unsigned depth);

@@ -21,7 +21,6 @@
  * 2.8 with 1 MiB x 8 and 1.2 for one pread() at a time. */
 #define CHUNK ((uint64_t)4 << 20)
 #define DEPTH 4
-#define POPULATE_SLICE ((uintptr_t)64 << 20)
 
 static bool is_memory(uint32_t kind)
 {
@@ -29,14 +28,11 @@ static bool is_memory(uint32_t kind)
 }
 
 /* ------------------------------------------------------------------ */
-/* memory: committed, asked for huge pages, populated in slices        */
+/* memory: committed, asked for huge pages, populated in bulk          */
 
 #define MAX_POPULATE 64
-static struct {
-	uintptr_t pos, end;
-} populate[MAX_POPULATE];
+static struct span populate[MAX_POPULATE];
 static int npopulate;
-static double populate_s; /* spent populating, for STASIS_VERBOSE=2 */
 
 static double now_s(void)
 {
@@ -53,7 +49,6 @@ int restore_read_prepare(const struct restore_image *chain, int n)
 	int ret;
 
 	npopulate = 0;
-	populate_s = 0;
 	for (int c = 0; c < n; c++) {
 		const struct region_record *rc = image_regions(chain[c].img);
 
@@ -69,39 +64,27 @@ int restore_read_prepare(const struct restore_image *chain, int n)
 		/* Every page of it is written: huge pages cost nothing extra and
 		 * populate at memory speed (DESIGN.md section 11). Advice only. */
 		madvise((void *)STASIS_ARENA_BASE, arena_len, MADV_HUGEPAGE);
-		populate[npopulate].pos = STASIS_ARENA_BASE;
-		populate[npopulate++].end = STASIS_ARENA_BASE + arena_len;
+		populate[npopulate++] =
+		    (struct span){STASIS_ARENA_BASE, STASIS_ARENA_BASE + arena_len};
 	}
 	for (size_t i = 0; i < image_header(chain[0].img)->nregions && npopulate < MAX_POPULATE;
 	     i++)
-		if (r[i].kind == REGION_DATA) {
-			populate[npopulate].pos = r[i].addr;
-			populate[npopulate++].end = r[i].addr + r[i].length;
-		}
+		if (r[i].kind == REGION_DATA)
+			populate[npopulate++] = (struct span){r[i].addr, r[i].addr + r[i].length};
 	return 0;
 }
 
-int restore_read_populate(void *arg)
+/* Every page restore_read_prepare named, allocated in bulk: what the pages
+ * hold is kept, the missing ones are made. A failure (no memory now) only
+ * leaves the faults to the reads into place. */
+static void populate_all(void)
 {
-	(void)arg;
-	while (npopulate) {
-		uintptr_t *pos = &populate[npopulate - 1].pos, end = populate[npopulate - 1].end;
-		uintptr_t n = end - *pos < POPULATE_SLICE ? end - *pos : POPULATE_SLICE;
+	double t0 = now_s();
 
-		if (!n) {
-			npopulate--;
-			continue;
-		}
-		double t0 = now_s();
-
-		/* Keeps what the pages hold, allocates the missing ones. A
-		 * failure (no memory now) only leaves the faults to the copy. */
-		madvise((void *)*pos, n, MADV_POPULATE_WRITE);
-		*pos += n;
-		populate_s += now_s() - t0;
-		return 1;
-	}
-	return 0;
+	for (int i = 0; i < npopulate; i++)
+		madvise((void *)populate[i].start, populate[i].end - populate[i].start,
+			MADV_POPULATE_WRITE);
+	pr_debug("populated the program's memory in %.0f ms", (now_s() - t0) * 1e3);
 }
 
 /* ------------------------------------------------------------------ */
@@ -190,7 +173,7 @@ int restore_read_verify(struct restore_image *ri, uint64_t id, char *why, size_t
 	const struct image_header *h = image_header(ri->img);
 	struct verifier v = {.ri = ri, .r = image_regions(ri->img), .why = why, .len = len};
 	int fd = image_fd(ri->img), ret;
-	double t0 = now_s(), p0 = populate_s;
+	double t0 = now_s();
 
 	why[0] = 0;
 	ri->kept = calloc(h->nregions ? h->nregions : 1, sizeof(*ri->kept));
@@ -203,7 +186,6 @@ int restore_read_verify(struct restore_image *ri, uint64_t id, char *why, size_t
 		free(v.chk);
 		return ret;
 	}
-	v.q.idle = restore_read_populate;
 	for (size_t i = 0; i < h->nregions && !ret; i++) {
 		const struct region_record *r = &v.r[i];
 
@@ -239,9 +221,8 @@ int restore_read_verify(struct restore_image *ri, uint64_t id, char *why, size_t
 		ret = verify_pop(&v);
 	readq_exit(&v.q);
 	free(v.chk);
-	pr_debug("%s: %s in %.0f ms, %.0f ms of it populating memory", image_path(ri->img),
-		 ret ? "verification failed" : "verified", (now_s() - t0) * 1e3,
-		 (populate_s - p0) * 1e3);
+	pr_debug("%s: %s in %.0f ms", image_path(ri->img), ret ? "verification failed" : "verified",
+		 (now_s() - t0) * 1e3);
 	return ret;
 }
 
@@ -517,13 +498,12 @@ int restore_read_apply(const struct restore_image *chain, int n, char *why, size
 	struct applier a = {.why = why, .len = len};
 	int ret;
 
-	double t0 = now_s(), p0 = populate_s;
+	double t0;
 
 	why[0] = 0;
 	verify_buffers_free();
-	while (restore_read_populate(NULL))
-		;
-	pr_debug("populated the rest of memory in %.0f ms", (populate_s - p0) * 1e3);
+	populate_all();
+	t0 = now_s();
 	a.bounce = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (a.bounce == MAP_FAILED)
 		return -errno;

@@ -7,13 +7,15 @@
  *   warm buffers, its crc64 checked in file order (image_check_*). The
  *   files come into the page cache; nothing of them into the program's
  *   memory. Kept: what the restore needs later and is small (the MPI
- *   state, the stacks, the page bitmaps of partial regions). Meanwhile the
- *   program's memory is populated in bulk (restore_read_prepare), huge
- *   pages in the arena, in the time the disk leaves the CPU.
+ *   state, the stacks, the page bitmaps of partial regions).
  * - apply: once every rank verified its chain and the MPI objects exist
- *   again, the memory regions are read again, from the page cache,
- *   straight into their addresses: the full image first, each increment's
- *   pages on top, the crc checked once more on the way. Pages holding
+ *   again, the program's memory is populated in bulk (MADV_POPULATE_WRITE,
+ *   huge pages in the arena), then the memory regions are read again, from
+ *   the page cache, straight into their addresses: the full image first,
+ *   each increment's pages on top, the crc checked once more on the way.
+ *   Populating while the cold read runs would save its time on paper; on
+ *   this VM it made the read 4-5x slower (the two compete in the host), so
+ *   they follow each other. Pages holding
  *   copy-relocated runtime objects (regions_exclusions) go through a
  *   bounce page and are copied around them. The stacks are left to the
  *   jump (restore_read_stacks), which runs on another stack.
@@ -36,13 +38,9 @@ struct restore_image {
 
 /* The memory every image of chain[0..n) (newest first) restores into:
  * the arena committed to the newest's length (pages above dropped), and
- * asked for huge pages; populating it and the data regions is left to
- * restore_read_populate. 0 or -errno. */
+ * asked for huge pages; restore_read_apply populates it and the data
+ * regions. 0 or -errno. */
 int restore_read_prepare(const struct restore_image *chain, int n);
-
-/* Populate one slice of what restore_read_prepare set up (a verify's idle
- * work, arg unused): 1 when it did some, 0 when all is done. */
-int restore_read_populate(void *arg);
 
 /* Read and check every region of ri->img, keeping what the restore needs.
  * The fault point fail-restore-read (checkpoint id) fails it half way.
