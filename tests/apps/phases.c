@@ -7,13 +7,14 @@
  * iteration reads all of BUSY and a word per page of STILL, and ends with
  * an MPI_Allreduce of their sum on MPI_COMM_WORLD (stasis's safe point).
  *
- *   phases [MIB [ITERS]] [--switch FILE]
+ *   phases [MIB [ITERS]] [--switch FILE] [--all]
  *
  * Phase 2 starts at iteration ITERS / 2; with --switch, instead, at the
  * first iteration that finds FILE, and rank 0 then says on stderr
  *   phases: quiet from iteration <i>
  * (for tests that watch what tracking decides; such a run is not
- * deterministic). Output (rank 0, stdout):
+ * deterministic). With --all, phase 1 rewrites STILL too: all memory
+ * changes between any two checkpoints. Output (rank 0, stdout):
  *   phases: mib=<MIB> iters=<ITERS> checksum=<16 hex>
  * where the checksum hashes both arrays and every reduced sum. */
 #include <inttypes.h>
@@ -30,6 +31,7 @@ int main(int argc, char **argv)
 {
 	long mib = 32, iters = 2000, pos = 0, quiet_from = -1;
 	const char *sw = NULL;
+	int all = 0;
 	size_t words, page_words = 4096 / sizeof(uint64_t);
 	uint64_t *busy, *still, sum, total, h = HASH_START;
 	int rank;
@@ -39,6 +41,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--switch") && i + 1 < argc)
 			sw = argv[++i];
+		else if (!strcmp(argv[i], "--all"))
+			all = 1;
 		else if (pos++ == 0)
 			mib = atol(argv[i]);
 		else
@@ -48,7 +52,7 @@ int main(int argc, char **argv)
 	busy = malloc(words * sizeof(*busy));
 	still = malloc(words * sizeof(*still));
 	if (!busy || !still || mib < 1 || iters < 2) {
-		fprintf(stderr, "phases: usage: phases [MIB [ITERS]] [--switch FILE]\n");
+		fprintf(stderr, "phases: usage: phases [MIB [ITERS]] [--switch FILE] [--all]\n");
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
 	for (size_t i = 0; i < words; i++)
@@ -69,6 +73,8 @@ int main(int argc, char **argv)
 		if (!quiet) {
 			for (size_t i = 0; i < words; i++)
 				busy[i] = busy[i] * 6364136223846793005u + (uint64_t)it;
+			for (size_t i = 0; all && i < words; i++)
+				still[i] += (uint64_t)it;
 		} else {
 			size_t p = (size_t)it * 7919 % (words / page_words);
 

@@ -46,7 +46,7 @@ cr_default_args() {
 	halves) echo "4096 4000" ;;
 	protected_io) echo "16384 4000" ;;
 	segv_handler) echo "131072 6000" ;;
-	phases) echo "16 400" ;;
+	phases) echo "8 200" ;;
 	*) echo "" ;;
 	esac
 }
