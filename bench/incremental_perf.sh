@@ -88,7 +88,7 @@ for app in "${apps[@]}"; do
 			o=$dir/$app.$dirty.$r
 			read -r f i ni < <(awk '/committed:/ { b = $(NF-3); k = $(NF-4);
 				if (k == "full," && !f) f = b; if (k == "incremental,") { s += b; n++ } }
-				END { printf "%d %d %d\n", f, s, n }' "$o.err")
+				END { printf "%.0f %.0f %d\n", f, s, n }' "$o.err")
 			((full == 0)) && full=$f
 			incr=$((incr + i))
 			nincr=$((nincr + ni))
@@ -115,9 +115,10 @@ for app in "${apps[@]}"; do
 		per_gib=n/a
 		((ncms > 0)) && per_gib=$(calc "$cms / $ncms")
 		# What tracking chose at the last checkpoint of the last round.
-		read -r prot whole < <(awk '/ tracking: / { p = $5; w = $8 } END { printf "%s %s\n", p ? p : "-", w ? w : "-" }' \
+		read -r prot whole < <(awk '/^stasis: checkpoint [0-9]+ tracking:/ { p = $5; w = $8 }
+			END { printf "%s %s\n", p != "" ? p : "-", w != "" ? w : "-" }' \
 			"$dir/$app.$dirty.$rounds.err")
-		printf '%-9s %12d %12d %9s %10.3f %12.3f %14s %14s %14s\n' "$dirty" "$full" "$incr_mean" "$frac" \
+		printf '%-9s %12s %12s %9s %10.3f %12.3f %14s %14s %14s\n' "$dirty" "$full" "$incr_mean" "$frac" \
 			"$(calc "$ratio / $rounds")" "$(calc "$ratio2 / $rounds")" "$per_gib" "$prot" "$whole"
 	done
 	echo

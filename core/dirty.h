@@ -115,6 +115,11 @@ const struct dirty_kerndat *dirty_kerndat(void);
  * definitions, fill in the userfaultfd and PAGEMAP_SCAN fields. */
 void dirty_uffd_probe(struct dirty_kerndat *kd);
 
+/* Set in bits (1 per page, zeroed by the caller) the pages of [addr,
+ * addr+len) mapped as transparent huge pages now (PAGEMAP_SCAN's
+ * PAGE_IS_HUGE, with or without a backend). -ENOTSUP before Linux 6.7. */
+int dirty_huge_pages(uintptr_t addr, size_t len, uint64_t *bits);
+
 /* mode: "auto" (uffd if the kernel has it, else mprotect), "uffd",
  * "mprotect", or "off" (returns NULL, *err empty). NULL means "auto". A
  * backend that cannot be had returns NULL with one line in err, e.g.

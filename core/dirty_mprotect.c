@@ -685,13 +685,15 @@ static int mp_set_protected(uintptr_t addr, size_t len, bool protect)
 			if (!r)
 				clear_pages(bm, (a - start) / page, (b - a) / page);
 		}
-		if (r && !ret) {
-			ret = r;
+		/* ENOMEM (vm.max_map_count): the caller copes, quietly. */
+		if (r && !ret && r != -ENOMEM) {
 			errno = -r;
 			pr_perror("mprotect(%s) %#lx-%#lx",
 				  protect ? "PROT_READ" : "PROT_READ|PROT_WRITE", (unsigned long)a,
 				  (unsigned long)b);
 		}
+		if (r && !ret)
+			ret = r;
 	}
 out:
 	pthread_mutex_unlock(&lock);

@@ -474,6 +474,49 @@ static int uffd_protect(uintptr_t addr, size_t len)
 	return uffd_set_protected(addr, len, true);
 }
 
+int dirty_huge_pages(uintptr_t addr, size_t len, uint64_t *bits)
+{
+	const struct dirty_kerndat *kd = dirty_kerndat();
+	struct page_region vec[64];
+	struct pm_scan_arg arg;
+	uintptr_t cur = addr, end = addr + len, s, e;
+	int pm, ret = 0;
+	long n;
+
+	if (!kd->pagemap_scan)
+		return -ENOTSUP;
+	pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (pm < 0)
+		return -errno;
+	for (;;) {
+		memset(&arg, 0, sizeof(arg));
+		arg.size = sizeof(arg);
+		arg.start = cur;
+		arg.end = end;
+		arg.vec = (uintptr_t)vec;
+		arg.vec_len = 64;
+		arg.category_mask = PAGE_IS_HUGE;
+		arg.return_mask = PAGE_IS_HUGE;
+		n = ioctl(pm, PAGEMAP_SCAN, &arg);
+		if (n < 0) {
+			ret = -errno;
+			break;
+		}
+		for (long i = 0; i < n; i++) {
+			s = vec[i].start < addr ? addr : vec[i].start;
+			e = vec[i].end > end ? end : vec[i].end;
+			if (s < e)
+				set_bits(bits, (s - addr) / kd->page_size, (e - s) / kd->page_size);
+		}
+		/* As scan(): only a full vector means there may be more. */
+		if (n < 64 || arg.walk_end >= end || arg.walk_end <= cur)
+			break;
+		cur = arg.walk_end;
+	}
+	close(pm);
+	return ret;
+}
+
 static int uffd_prepare_write(const void *addr, size_t len)
 {
 	(void)addr;

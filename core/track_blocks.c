@@ -4,11 +4,17 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include <isa-l/crc64.h>
+
 #include "format.h"
 #include "log.h"
 #include "track_blocks.h"
 
 #define PAGE ((uintptr_t)STASIS_PAGE)
+/* Linux 6.1 (uapi asm-generic/mman-common.h); glibc 2.36 lacks it. */
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
 
 void bits_set(uint64_t *bits, size_t first, size_t n)
 {
@@ -96,94 +102,114 @@ static uint64_t *scratch_for(size_t pages)
 	return scratch;
 }
 
-static void arm_probe(const struct block_env *env, struct block *b, uintptr_t s, size_t pages);
-
-int blocks_grow(struct tracked_range *t, uintptr_t new_end, const struct block_env *env)
+/* Sample page i of a block [s, s + pages * PAGE) for a phase. */
+static uintptr_t sample_page(uintptr_t s, size_t pages, unsigned i, unsigned phase)
 {
-	size_t old = t->nblocks, n = blocks_to(t, new_end), bytes = n * sizeof(struct block);
-	uintptr_t s, e, from;
-	if (bytes > t->map_bytes) {
-		size_t len = (bytes * 2 + PAGE - 1) & ~(PAGE - 1);
-		void *p =
-		    mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		if (p == MAP_FAILED)
-			return -errno;
-		if (t->blocks) {
-			memcpy(p, t->blocks, old * sizeof(struct block));
-			munmap(t->blocks, t->map_bytes);
-		}
-		t->blocks = p;
-		t->map_bytes = len;
-	}
-	from = t->end > t->start ? t->end : t->start;
-	for (size_t k = old; k < n; k++)
-		t->blocks[k] = policy_initial(&env->costs);
-	t->nblocks = n;
-	t->end = new_end;
-	/* Leave WHOLE blocks writable over the part just tracked; a new WHOLE
-	 * block probes in its first interval. */
-	for (size_t k = old ? old - 1 : 0; k < n; k++) {
-		struct block *b = &t->blocks[k];
-
-		if (b->mode != BLOCK_WHOLE)
-			continue;
-		block_span(t, k, new_end, &s, &e);
-		s = s > from ? s : from;
-		if (s < e && env->be->unprotect(s, e - s)) {
-			b->mode = BLOCK_PROTECTED; /* still protected, still exact */
-			continue;
-		}
-		if (k >= old && policy_probe_now(b))
-			arm_probe(env, b, s, (e - s) / PAGE);
-	}
-	return 0;
-}
-
-static uintptr_t sample_page(uintptr_t s, size_t pages, unsigned samples, unsigned i,
-			     unsigned phase)
-{
-	size_t stride = pages / samples;
+	unsigned n = pages < TRACK_SAMPLES ? (unsigned)pages : TRACK_SAMPLES;
+	size_t stride = pages / n;
 
 	return s + (i * stride + phase % stride) * PAGE;
 }
 
-static unsigned samples_of(const struct block_env *env, size_t pages)
+static uint64_t page_hash(uintptr_t p)
 {
-	return env->samples < pages ? env->samples : (unsigned)pages;
+	return crc64_ecma_refl(0, (const unsigned char *)p, PAGE);
 }
 
-/* A WHOLE block that probed: how many of its sample pages were written. */
-static int probe_hits(const struct block_env *env, const struct block *b, uintptr_t s, size_t pages,
-		      unsigned *hits)
+/* Remember what block k's sample pages hold now, at a new phase (so that
+ * over the checkpoints every page of the block is sampled in turn). */
+static void watch(const struct tracked_range *t, size_t k, uintptr_t s, size_t pages,
+		  unsigned phase)
 {
-	unsigned n = samples_of(env, pages);
-	uint64_t w;
-	int ret;
+	unsigned n = pages < TRACK_SAMPLES ? (unsigned)pages : TRACK_SAMPLES;
 
-	*hits = 0;
-	for (unsigned i = 0; i < n; i++) {
-		w = 0;
-		ret = env->be->collect(sample_page(s, pages, n, i, b->phase), PAGE, &w);
-		if (ret)
-			return ret;
-		*hits += w & 1;
+	t->blocks[k].phase = (uint8_t)phase;
+	for (unsigned i = 0; i < n; i++)
+		t->hashes[k * TRACK_SAMPLES + i] = page_hash(sample_page(s, pages, i, phase));
+}
+
+/* How many of block k's sample pages changed since watch(); *n: of how many. */
+static unsigned changed(const struct tracked_range *t, size_t k, uintptr_t s, size_t pages,
+			unsigned *n)
+{
+	unsigned c = 0;
+
+	*n = pages < TRACK_SAMPLES ? (unsigned)pages : TRACK_SAMPLES;
+	for (unsigned i = 0; i < *n; i++)
+		c += page_hash(sample_page(s, pages, i, t->blocks[k].phase)) !=
+		     t->hashes[k * TRACK_SAMPLES + i];
+	return c;
+}
+
+static unsigned phase_of(const struct block_env *env)
+{
+	return env->round * 7u;
+}
+
+/* Grow the two arrays of t to hold n blocks (mmap'ed, never the heap). */
+static int reserve(struct tracked_range *t, size_t n)
+{
+	size_t cap = n * 2, bb = cap * sizeof(struct block), hb = cap * TRACK_SAMPLES * 8;
+	void *b, *h;
+
+	if (n <= t->cap)
+		return 0;
+	b = mmap(NULL, bb, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	h = mmap(NULL, hb, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b == MAP_FAILED || h == MAP_FAILED) {
+		if (b != MAP_FAILED)
+			munmap(b, bb);
+		if (h != MAP_FAILED)
+			munmap(h, hb);
+		return -ENOMEM;
 	}
+	if (t->blocks) {
+		memcpy(b, t->blocks, t->nblocks * sizeof(struct block));
+		memcpy(h, t->hashes, t->nblocks * TRACK_SAMPLES * 8);
+		blocks_free(t);
+	}
+	t->blocks = b;
+	t->hashes = h;
+	t->cap = cap;
 	return 0;
 }
 
-/* Protect the sample pages of a WHOLE block for the coming interval. */
-static void arm_probe(const struct block_env *env, struct block *b, uintptr_t s, size_t pages)
+/* Whether every page of [s, e) is mapped as part of a huge page now. */
+static bool all_huge(uintptr_t s, uintptr_t e)
 {
-	unsigned n = samples_of(env, pages);
+	uint64_t bits[TRACK_BLOCK / PAGE / 64] = {0};
 
-	b->phase = (uint8_t)(env->round * 37u);
-	for (unsigned i = 0; i < n; i++)
-		if (env->be->protect(sample_page(s, pages, n, i, b->phase), PAGE)) {
-			env->be->unprotect(s, pages * PAGE);
-			b->probing = 0;
-			return;
+	if (e - s != TRACK_BLOCK || dirty_huge_pages(s, e - s, bits))
+		return false;
+	return bits_count(bits, 0, TRACK_BLOCK / PAGE) == TRACK_BLOCK / PAGE;
+}
+
+int blocks_grow(struct tracked_range *t, uintptr_t new_end, const struct block_env *env)
+{
+	size_t old = t->nblocks, n = blocks_to(t, new_end);
+	uintptr_t s, e, from = t->end > t->start ? t->end : t->start;
+	int ret = reserve(t, n);
+
+	if (ret)
+		return ret;
+	t->nblocks = n;
+	t->end = new_end;
+	for (size_t k = old ? old - 1 : 0; k < n; k++) {
+		struct block *b = &t->blocks[k];
+
+		block_span(t, k, new_end, &s, &e);
+		if (k >= old)
+			*b = policy_initial(&env->costs, all_huge(s, e));
+		if (b->mode != BLOCK_WHOLE || e <= from)
+			continue;
+		/* Writable over the part just tracked, and watched. */
+		if (env->be->unprotect(s > from ? s : from, e - (s > from ? s : from))) {
+			b->mode = BLOCK_PROTECTED; /* still protected, still exact */
+			continue;
 		}
+		watch(t, k, s, (e - s) / PAGE, phase_of(env));
+	}
+	return 0;
 }
 
 /* Collect one run of PROTECTED blocks, [s, e), into bits. */
@@ -211,7 +237,7 @@ int blocks_collect(struct tracked_range *t, uintptr_t end, uintptr_t base, uint6
 	size_t n = blocks_to(t, end), k, j, pages, written;
 	const struct dirty_backend *be = env->be;
 	uintptr_t s, e, rs, re;
-	unsigned hits;
+	unsigned samples, moved;
 	int ret;
 
 	if (n > t->nblocks)
@@ -238,28 +264,31 @@ int blocks_collect(struct tracked_range *t, uintptr_t end, uintptr_t base, uint6
 		if (old.mode == BLOCK_PROTECTED) {
 			written = bits_count(bits, (s - base) / PAGE, pages);
 			policy_decide(b, &env->costs, pages, written, 0, 0);
-			if (b->mode == BLOCK_WHOLE && be->unprotect(s, e - s))
+			if (b->mode != BLOCK_WHOLE)
+				continue;
+			if (be->unprotect(s, e - s)) {
 				*b = old; /* still protected: exact next time too */
-		} else {
-			hits = 0;
-			if (old.probing && (ret = probe_hits(env, &old, s, pages, &hits)))
-				return ret;
-			/* It was writable: every page of it goes into the image. */
-			bits_set(bits, (s - base) / PAGE, pages);
-			policy_decide(b, &env->costs, pages, 0,
-				      old.probing ? samples_of(env, pages) : 0, hits);
-			if (b->mode == BLOCK_PROTECTED && be->protect(s, e - s))
-				*b = (struct block){.mode = BLOCK_WHOLE,
-						    .backoff = POLICY_MAX_BACKOFF};
-			else if (b->mode == BLOCK_WHOLE && old.probing)
-				be->unprotect(s, e - s); /* disarm the samples */
+				continue;
+			}
+			tally->to_whole++;
+			/* Its writes split its huge page, if it was one: all of
+			 * it is there, so one costs no memory. Advice only. */
+			if (written == TRACK_BLOCK / PAGE &&
+			    !madvise((void *)s, e - s, MADV_COLLAPSE))
+				tally->collapsed++;
+			watch(t, k, s, pages, phase_of(env));
+			continue;
 		}
-		if (b->mode == BLOCK_WHOLE && policy_probe_now(b)) {
-			arm_probe(env, b, s, pages);
-			tally->probes += b->probing;
-		}
-		tally->to_whole += old.mode == BLOCK_PROTECTED && b->mode == BLOCK_WHOLE;
-		tally->to_protected += old.mode == BLOCK_WHOLE && b->mode == BLOCK_PROTECTED;
+		/* It was writable: every page of it goes into the image. */
+		bits_set(bits, (s - base) / PAGE, pages);
+		moved = changed(t, k, s, pages, &samples);
+		policy_decide(b, &env->costs, pages, 0, samples, moved);
+		if (b->mode == BLOCK_PROTECTED && be->protect(s, e - s))
+			b->mode = BLOCK_WHOLE; /* whatever could not be protected */
+		if (b->mode == BLOCK_PROTECTED)
+			tally->to_protected++;
+		else
+			watch(t, k, s, pages, phase_of(env));
 	}
 	return 0;
 }
@@ -279,8 +308,11 @@ void blocks_tally(const struct tracked_range *t, struct block_tally *tally)
 
 void blocks_free(struct tracked_range *t)
 {
-	if (t->blocks)
-		munmap(t->blocks, t->map_bytes);
+	if (t->blocks) {
+		munmap(t->blocks, t->cap * sizeof(struct block));
+		munmap(t->hashes, t->cap * TRACK_SAMPLES * 8);
+	}
 	t->blocks = NULL;
-	t->nblocks = t->map_bytes = 0;
+	t->hashes = NULL;
+	t->nblocks = t->cap = 0;
 }

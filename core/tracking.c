@@ -21,12 +21,6 @@
  * full instead: it costs the same to write, and starts a new chain that a
  * restart reads once instead of twice. */
 #define NEARLY_FULL 0.9
-/* Sample pages per probe of a block left writable: uffd protects single
- * pages cheaply; every page mprotect() protects splits the mapping twice,
- * and vm.max_map_count bounds those splits. */
-#define UFFD_SAMPLES 4
-#define MPROTECT_SAMPLES 1
-
 /* Runtime state, fresh in every process: after a restart the first image
  * is full and tracking starts from it. */
 static struct tracked_range tracked[MAX_TRACKED];
@@ -92,7 +86,6 @@ void tracking_start(struct session *s)
 	backend = s->dirty;
 	arena_set_discard_hook(on_discard);
 	env.be = backend;
-	env.samples = backend == &dirty_mprotect_backend ? MPROTECT_SAMPLES : UFFD_SAMPLES;
 	env.costs.fault_ns = dirty_fault_cost_ns(backend);
 	if (env.costs.fault_ns < 0) {
 		pr_warn("cannot time a write fault under %s (%s): taken as 20 us", backend->name,
@@ -303,7 +296,8 @@ static void track_new(struct session *s)
 		}
 		if (!t) {
 			t = &tracked[ntracked++];
-			*t = (struct tracked_range){r->start, r->start, r->kind, NULL, 0, 0};
+			*t = (struct tracked_range){
+			    .start = r->start, .end = r->start, .kind = r->kind};
 		}
 		if (blocks_grow(t, r->end, &env)) {
 			pr_warn("cannot track %#lx-%#lx: out of memory; the next image is full",
@@ -369,6 +363,6 @@ void tracking_report(struct session *s, uint64_t id)
 		"whole, %llu blocks changed, fault %.2f us, image %.2f us per page (rank 0)\n",
 		(unsigned long long)id, (unsigned long long)sum[0], (unsigned long long)sum[1],
 		(unsigned long long)sum[3], env.costs.fault_ns / 1e3, env.costs.page_ns / 1e3);
-	pr_debug("blocks: %u to whole, %u to write-protected, %u probing", t.to_whole,
-		 t.to_protected, t.probes);
+	pr_debug("blocks: %u to whole (%u made huge pages again), %u to write-protected",
+		 t.to_whole, t.collapsed, t.to_protected);
 }

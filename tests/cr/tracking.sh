@@ -11,8 +11,8 @@
 #      hold other memory too, and may rightly stay protected) and below
 #      BUSY + a quarter of it: BUSY stopped being write-protected, STILL
 #      (as large) did not;
-#   2. once BUSY is quiet: a line, within a bounded number of
-#      checkpoints, with W below a quarter of BUSY: it is protected again;
+#   2. once BUSY is quiet: a line, within 3 checkpoints, with W below a
+#      quarter of BUSY: it is protected again;
 #   3. every chain of incremental images, those with BUSY saved whole
 #      included, restores exactly the memory of a full image of the same
 #      checkpoint (STASIS_SHADOW_FULL, tests/unit/chain_compare).
@@ -63,11 +63,11 @@ touch "$CR_TMP/quiet"
 cr_wait_line run 'phases: quiet from iteration'
 from=$(grep -n 'phases: quiet from iteration' "$CR_TMP/run.err" | head -n 1 | cut -d: -f1)
 id2=$(wait_tracking "$from" "\$3 < $busy / 4" "BUSY, quiet now, write-protected again")
-# The decision is taken at most 1 + 2^2 checkpoints after the switch
-# (track_policy.h: probes every 4th checkpoint at the longest), plus the
-# one under way when the file appeared.
+# A block saved whole is watched at every checkpoint (track_policy.h): the
+# decision comes at the first checkpoint of a whole quiet interval, after
+# the one under way when the file appeared.
 after=$(tracking_lines "$from" | awk -v id="$id2" '$1 <= id' | wc -l)
-((after <= 7)) || cr_fail "BUSY was protected again only $after checkpoints after it went quiet"
+((after <= 3)) || cr_fail "BUSY was protected again only $after checkpoints after it went quiet"
 cr_ok "checkpoint $id2, $after checkpoint(s) after BUSY went quiet: $(tracking_lines "$from" | awk -v id="$id2" '$1 == id { print $3 }') bytes saved whole"
 cr_wait_commits run $(($(cr_commits run) + 1))
 cr_kill run
