@@ -106,6 +106,22 @@ bool arena_ready(void)
 	return ready();
 }
 
+/* Runs of at least HUGE_RUN pages ask for transparent huge pages over the
+ * 2 MiB-aligned part of them: one fault fills 2 MiB instead of 4 KiB, and
+ * a block of dirty tracking (track_blocks.h) is one huge page. Small
+ * blocks stay on 4 KiB pages, where a huge page would hold mostly free
+ * memory. Advice only: the kernel may say no (THP "never"). */
+#define HUGE_RUN (COMMIT_STEP >> PAGE_SHIFT)
+
+static void advise_huge(uint64_t s, uint64_t n)
+{
+	uintptr_t a = ((uintptr_t)page_addr(s) + COMMIT_STEP - 1) & ~(COMMIT_STEP - 1);
+	uintptr_t b = (uintptr_t)page_addr(s + n) & ~(COMMIT_STEP - 1);
+
+	if (n >= HUGE_RUN && a < b)
+		madvise((void *)a, b - a, MADV_HUGEPAGE);
+}
+
 /* Large blocks are whole runs: size rounded up to pages, no header. */
 static void *large_alloc(size_t size, size_t align, bool zero)
 {
@@ -127,6 +143,7 @@ static void *large_alloc(size_t size, size_t align, bool zero)
 		errno = ENOMEM;
 		return NULL;
 	}
+	advise_huge(s, (size + PAGE - 1) >> PAGE_SHIFT);
 	if (zero && dirty)
 		memset(page_addr(s), 0, size);
 	return page_addr(s);
@@ -350,6 +367,7 @@ void *arena_map(size_t length)
 		errno = ENOMEM;
 		return NULL;
 	}
+	advise_huge(s, n);
 	if (dirty && n >= RELEASE_PAGES)
 		arena_discard(s, n);
 	else if (dirty)

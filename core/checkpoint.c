@@ -410,5 +410,6 @@ static int write_and_commit(struct session *s, uint64_t id, double t0)
 		fprintf(stderr, "stasis: checkpoint %llu committed: %s, %llu bytes, %.0f ms\n",
 			(unsigned long long)id, any_incremental ? "incremental" : "full",
 			(unsigned long long)total_bytes, max_ms);
+	tracking_report(s, id);
 	return 0;
 }

@@ -74,6 +74,18 @@ struct dirty_backend {
 	 * collect() is either reported now (and then in the copy taken after
 	 * collect() returns) or in the next interval, never lost. */
 	int (*collect)(uintptr_t addr, size_t len, uint64_t *bitmap);
+	/* Leave [addr, addr+len), a part of tracked ranges, writable without
+	 * faults: its writes are no longer seen until protect() arms it again.
+	 * Written-page information of the part is dropped (collect() it first
+	 * if it is wanted), and collect() must not be called on it meanwhile:
+	 * uffd would report every page written since and protect it again.
+	 * Parts of the span that are not tracked are ignored. For uffd this is
+	 * the same registration, only the pages' write-protect bits change; for
+	 * mprotect it may split the mapping at both ends. */
+	int (*unprotect)(uintptr_t addr, size_t len);
+	/* Arm [addr, addr+len) of tracked ranges again: every page counts clean
+	 * from now. After unprotect(), or to re-arm pages collect() left alone. */
+	int (*protect)(uintptr_t addr, size_t len);
 	/* Before the kernel or another process writes [addr, addr+len) (read(),
 	 * an MPI receive): make it writable and count it written. Any range
 	 * (tracked or not, unaligned) is accepted. A no-op for uffd, whose
@@ -103,12 +115,25 @@ const struct dirty_kerndat *dirty_kerndat(void);
  * definitions, fill in the userfaultfd and PAGEMAP_SCAN fields. */
 void dirty_uffd_probe(struct dirty_kerndat *kd);
 
+/* Set in bits (1 per page, zeroed by the caller) the pages of [addr,
+ * addr+len) mapped as transparent huge pages now (PAGEMAP_SCAN's
+ * PAGE_IS_HUGE, with or without a backend). -ENOTSUP before Linux 6.7. */
+int dirty_huge_pages(uintptr_t addr, size_t len, uint64_t *bits);
+
 /* mode: "auto" (uffd if the kernel has it, else mprotect), "uffd",
  * "mprotect", or "off" (returns NULL, *err empty). NULL means "auto". A
  * backend that cannot be had returns NULL with one line in err, e.g.
  *   STASIS_DIRTY=uffd: the kernel lacks userfaultfd write-protect (UFFD_FEATURE_WP_ASYNC)
  * The returned backend is init()ed. */
 const struct dirty_backend *dirty_select(const char *mode, char *err, size_t errlen);
+
+/* What a first write to a page that b protects costs this process, in
+ * nanoseconds (the fault and its resolution, minus the write itself): a
+ * few dozen pages of fresh memory tracked, written once each, timed, the
+ * best of three rounds. Between machines it varies 20x (DESIGN.md
+ * section 11), so it is measured, once per process, in about a millisecond
+ * (1 us per fault) to ten (16 us). Negative (-errno) when b cannot track. */
+double dirty_fault_cost_ns(const struct dirty_backend *b);
 
 /* For the preload layer's sigaction()/signal() interposition: while the
  * mprotect backend is active, a SIGSEGV handler the application or the MPI

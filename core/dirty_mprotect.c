@@ -643,6 +643,73 @@ out:
 	return ret;
 }
 
+static void clear_pages(_Atomic uint64_t *bm, size_t first, size_t n)
+{
+	for (size_t i = first; i < first + n; i++)
+		atomic_fetch_and_explicit(&bm[i / 64], ~(1ULL << (i & 63)), memory_order_relaxed);
+}
+
+/* unprotect(): the part becomes writable with its bits clear, so that
+ * collect() never protects it again (the caller does not collect it).
+ * protect(): bits cleared BEFORE the pages are protected (the invariant at
+ * the top); a part that cannot be protected keeps its bits set instead. */
+static int mp_set_protected(uintptr_t addr, size_t len, bool protect)
+{
+	uintptr_t end = addr + len, start, send, a, b;
+	_Atomic uint64_t *bm;
+	int ret = 0, r;
+	size_t i;
+
+	pthread_mutex_lock(&lock);
+	if (!atomic_load(&active) || !aligned(addr, len)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	for (i = 0; i < MP_MAX_RANGES; i++) {
+		if (!slots[i].in_use)
+			continue;
+		start = atomic_load(&slots[i].start);
+		send = atomic_load(&slots[i].end);
+		a = start > addr ? start : addr;
+		b = send < end ? send : end;
+		if (a >= b)
+			continue;
+		bm = atomic_load(&slots[i].bitmap);
+		if (protect) {
+			clear_pages(bm, (a - start) / page, (b - a) / page);
+			r = reprotect(start, send, a, b);
+			if (r)
+				mark_pages(bm, (a - start) / page, (b - a) / page);
+		} else {
+			r = mprotect((void *)a, b - a, PROT_READ | PROT_WRITE) ? -errno : 0;
+			if (!r)
+				clear_pages(bm, (a - start) / page, (b - a) / page);
+		}
+		/* ENOMEM (vm.max_map_count): the caller copes, quietly. */
+		if (r && !ret && r != -ENOMEM) {
+			errno = -r;
+			pr_perror("mprotect(%s) %#lx-%#lx",
+				  protect ? "PROT_READ" : "PROT_READ|PROT_WRITE", (unsigned long)a,
+				  (unsigned long)b);
+		}
+		if (r && !ret)
+			ret = r;
+	}
+out:
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+static int mp_unprotect(uintptr_t addr, size_t len)
+{
+	return mp_set_protected(addr, len, false);
+}
+
+static int mp_protect(uintptr_t addr, size_t len)
+{
+	return mp_set_protected(addr, len, true);
+}
+
 static bool all_marked(_Atomic uint64_t *bm, size_t first, size_t n)
 {
 	size_t i;
@@ -727,6 +794,8 @@ const struct dirty_backend dirty_mprotect_backend = {
     .track = mp_track,
     .untrack = mp_untrack,
     .collect = mp_collect,
+    .unprotect = mp_unprotect,
+    .protect = mp_protect,
     .prepare_write = mp_prepare_write,
     .fini = mp_fini,
 };

@@ -433,6 +433,90 @@ out:
 	return ret;
 }
 
+/* Set or clear the write-protect bits of the registered parts of
+ * [addr, addr + len); the registration stays as it is. */
+static int uffd_set_protected(uintptr_t addr, size_t len, bool protect)
+{
+	uintptr_t end = addr + len, s, e;
+	int ret = 0, r;
+	size_t i;
+
+	pthread_mutex_lock(&st.lock);
+	if (!st.active || !aligned(addr, len)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	for (i = 0; i < st.nranges; i++) {
+		s = st.ranges[i].start > addr ? st.ranges[i].start : addr;
+		e = st.ranges[i].end < end ? st.ranges[i].end : end;
+		if (s >= e)
+			continue;
+		r = wp_range(s, e, protect);
+		if (r && !ret) {
+			ret = r;
+			errno = -r;
+			pr_perror("UFFDIO_WRITEPROTECT(%d) %#lx-%#lx", protect, (unsigned long)s,
+				  (unsigned long)e);
+		}
+	}
+out:
+	pthread_mutex_unlock(&st.lock);
+	return ret;
+}
+
+static int uffd_unprotect(uintptr_t addr, size_t len)
+{
+	return uffd_set_protected(addr, len, false);
+}
+
+static int uffd_protect(uintptr_t addr, size_t len)
+{
+	return uffd_set_protected(addr, len, true);
+}
+
+int dirty_huge_pages(uintptr_t addr, size_t len, uint64_t *bits)
+{
+	const struct dirty_kerndat *kd = dirty_kerndat();
+	struct page_region vec[64];
+	struct pm_scan_arg arg;
+	uintptr_t cur = addr, end = addr + len, s, e;
+	int pm, ret = 0;
+	long n;
+
+	if (!kd->pagemap_scan)
+		return -ENOTSUP;
+	pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (pm < 0)
+		return -errno;
+	for (;;) {
+		memset(&arg, 0, sizeof(arg));
+		arg.size = sizeof(arg);
+		arg.start = cur;
+		arg.end = end;
+		arg.vec = (uintptr_t)vec;
+		arg.vec_len = 64;
+		arg.category_mask = PAGE_IS_HUGE;
+		arg.return_mask = PAGE_IS_HUGE;
+		n = ioctl(pm, PAGEMAP_SCAN, &arg);
+		if (n < 0) {
+			ret = -errno;
+			break;
+		}
+		for (long i = 0; i < n; i++) {
+			s = vec[i].start < addr ? addr : vec[i].start;
+			e = vec[i].end > end ? end : vec[i].end;
+			if (s < e)
+				set_bits(bits, (s - addr) / kd->page_size, (e - s) / kd->page_size);
+		}
+		/* As scan(): only a full vector means there may be more. */
+		if (n < 64 || arg.walk_end >= end || arg.walk_end <= cur)
+			break;
+		cur = arg.walk_end;
+	}
+	close(pm);
+	return ret;
+}
+
 static int uffd_prepare_write(const void *addr, size_t len)
 {
 	(void)addr;
@@ -463,6 +547,8 @@ const struct dirty_backend dirty_uffd_backend = {
     .track = uffd_track,
     .untrack = uffd_untrack,
     .collect = uffd_collect,
+    .unprotect = uffd_unprotect,
+    .protect = uffd_protect,
     .prepare_write = uffd_prepare_write,
     .fini = uffd_fini,
 };

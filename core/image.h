@@ -39,6 +39,25 @@ const struct region_record *image_regions(const struct image *img);
 /* Read region i's stored bytes (stored_bytes of them) into buf and check
  * its crc: -EBADMSG with err set when it does not match. */
 int image_read_region(struct image *img, size_t i, void *buf, char *err, size_t errlen);
+/* The open file and its name, for readers of their own (restore_read.c):
+ * nothing read through them is trusted before the checks below passed. */
+int image_fd(const struct image *img);
+const char *image_path(const struct image *img);
+
+/* The checks of image_read_region, for bytes read by someone else: begin
+ * with region i, feed its stored bytes in file order (any piece sizes),
+ * end: 0, or -EBADMSG with err naming the file and what is wrong (short,
+ * crc mismatch, a bitmap that does not match the stored pages). */
+struct region_check {
+	const struct region_record *r;
+	uint64_t crc, pos, bits;
+	bool bm_ok;
+};
+void image_check_begin(const struct image *img, size_t i, struct region_check *c);
+void image_check_feed(struct region_check *c, const void *data, uint64_t n);
+int image_check_end(const struct image *img, size_t i, const struct region_check *c, char *err,
+		    size_t errlen);
+
 /* Read every region and check every crc, keeping nothing. */
 int image_verify(struct image *img, char *err, size_t errlen);
 void image_close(struct image *img);

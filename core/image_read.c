@@ -67,16 +67,70 @@ static bool bitmap_count(const uint64_t *w, uint64_t first, uint64_t n, uint64_t
 	return true;
 }
 
+void image_check_begin(const struct image *img, size_t i, struct region_check *c)
+{
+	*c = (struct region_check){.r = &img->regions[i], .bm_ok = true};
+}
+
+void image_check_feed(struct region_check *c, const void *data, uint64_t n)
+{
+	const struct region_record *r = c->r;
+	uint64_t npages = r->length / PAGE, bm = (npages + 63) / 64 * 8;
+	const uint8_t *b = data;
+
+	c->crc = crc64(c->crc, data, n);
+	/* The bitmap of a partial region, byte by byte (feeds may cut its
+	 * words): count the pages it names, none past the last page. */
+	for (uint64_t j = 0; (r->flags & REGION_PARTIAL) && j < n && c->pos + j < bm; j++) {
+		uint64_t page0 = (c->pos + j) * 8;
+		uint8_t past = page0 + 8 <= npages ? 0
+			       : page0 >= npages   ? 0xff
+						   : (uint8_t)(0xff << (npages - page0));
+
+		if (b[j] & past)
+			c->bm_ok = false;
+		c->bits += __builtin_popcount(b[j]);
+	}
+	c->pos += n;
+}
+
+int image_check_end(const struct image *img, size_t i, const struct region_check *c, char *err,
+		    size_t errlen)
+{
+	const struct region_record *r = c->r;
+
+	if (c->pos != r->stored_bytes) {
+		stasis_errf(err, errlen,
+			    "%s: truncated: region %zu needs bytes up to %llu, file has %llu",
+			    img->path, i, (unsigned long long)(r->file_offset + r->stored_bytes),
+			    (unsigned long long)(r->file_offset + c->pos));
+		return -EBADMSG;
+	}
+	if (c->crc != r->data_crc) {
+		stasis_errf(err, errlen, "%s: region %zu (addr 0x%llx) checksum mismatch",
+			    img->path, i, (unsigned long long)r->addr);
+		return -EBADMSG;
+	}
+	if ((r->flags & REGION_PARTIAL) &&
+	    (!c->bm_ok || image_bitmap_bytes(r->length) + c->bits * PAGE != r->stored_bytes)) {
+		stasis_errf(
+		    err, errlen,
+		    "%s: region %zu (addr 0x%llx): bitmap does not match its %llu stored bytes",
+		    img->path, i, (unsigned long long)r->addr, (unsigned long long)r->stored_bytes);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
 /* Read region i's stored bytes chunk by chunk into buf (or, when buf is
  * NULL, through a scratch buffer), checking the crc and, for a partial
  * region, that the bitmap agrees with the number of stored pages. */
 static int check_region(struct image *img, size_t i, char *buf, char *err, size_t errlen)
 {
 	const struct region_record *r = &img->regions[i];
-	uint64_t npages = r->length / PAGE, words = (npages + 63) / 64;
-	uint64_t crc = 0, pos = 0, bits = 0;
-	bool partial = r->flags & REGION_PARTIAL, bm_ok = true;
+	struct region_check c;
 	char *scratch = NULL;
+	uint64_t pos = 0;
 	int ret;
 
 	if (!buf) {
@@ -89,6 +143,7 @@ static int check_region(struct image *img, size_t i, char *buf, char *err, size_
 			goto err;
 		}
 	}
+	image_check_begin(img, i, &c);
 	while (pos < r->stored_bytes) {
 		uint64_t n =
 		    r->stored_bytes - pos < READ_CHUNK ? r->stored_bytes - pos : READ_CHUNK;
@@ -101,41 +156,12 @@ static int check_region(struct image *img, size_t i, char *buf, char *err, size_
 				      strerror(-ret));
 			goto err;
 		}
-		if ((uint64_t)got < n) {
-			ret = -EBADMSG;
-			stasis_errf(
-			    err, errlen,
-			    "%s: truncated: region %zu needs bytes up to %llu, file has %llu",
-			    img->path, i, (unsigned long long)(r->file_offset + r->stored_bytes),
-			    (unsigned long long)(r->file_offset + pos + got));
-			goto err;
-		}
-		crc = crc64(crc, dst, n);
-		/* READ_CHUNK is a multiple of 8: words never straddle chunks. */
-		if (partial && pos < words * 8) {
-			uint64_t end = words * 8 < pos + n ? words * 8 : pos + n;
-
-			if (!bitmap_count((const uint64_t *)dst, pos / 8, (end - pos) / 8, npages,
-					  &bits))
-				bm_ok = false;
-		}
+		image_check_feed(&c, dst, got);
+		if ((uint64_t)got < n)
+			break; /* image_check_end says truncated */
 		pos += n;
 	}
-	if (crc != r->data_crc) {
-		ret = -EBADMSG;
-		stasis_errf(err, errlen, "%s: region %zu (addr 0x%llx) checksum mismatch",
-			      img->path, i, (unsigned long long)r->addr);
-		goto err;
-	}
-	if (partial && (!bm_ok || image_bitmap_bytes(r->length) + bits * PAGE != r->stored_bytes)) {
-		ret = -EBADMSG;
-		stasis_errf(
-		    err, errlen,
-		    "%s: region %zu (addr 0x%llx): bitmap does not match its %llu stored bytes",
-		    img->path, i, (unsigned long long)r->addr, (unsigned long long)r->stored_bytes);
-		goto err;
-	}
-	ret = 0;
+	ret = image_check_end(img, i, &c, err, errlen);
 err:
 	if (scratch)
 		munmap(scratch, READ_CHUNK);
@@ -360,6 +386,16 @@ const struct image_header *image_header(const struct image *img)
 const struct region_record *image_regions(const struct image *img)
 {
 	return img->regions;
+}
+
+int image_fd(const struct image *img)
+{
+	return img->fd;
+}
+
+const char *image_path(const struct image *img)
+{
+	return img->path;
 }
 
 int image_read_region(struct image *img, size_t i, void *buf, char *err, size_t errlen)

@@ -17,6 +17,7 @@
 #include "redset.h"
 #include "regions.h"
 #include "restore.h"
+#include "restore_read.h"
 #include "session.h"
 #include "sigstate.h"
 #include "state.h"
@@ -29,13 +30,9 @@ enum verdict { USABLE = 0, UNUSABLE = 1, FATAL = 2 };
 #define MAX_CHAIN 256
 
 /* The chosen checkpoint's chain of images (newest first, back to a full
- * one), loaded and verified; runtime globals because the jump runs on
- * another stack. */
-struct loaded {
-	struct image *img;
-	void **staged;
-};
-static struct loaded chain[MAX_CHAIN];
+ * one), opened and verified (restore_read.h); runtime globals because the
+ * jump runs on another stack. */
+static struct restore_image chain[MAX_CHAIN];
 static int nchain;
 static struct saved_state target;
 static uint64_t target_id;
@@ -63,28 +60,17 @@ static uint64_t allreduce_max(struct session *s, uint64_t v)
 
 static void unload(void)
 {
-	for (int c = 0; c < nchain; c++) {
-		struct loaded *l = &chain[c];
-
-		for (size_t i = 0; l->staged && i < image_header(l->img)->nregions; i++)
-			if (l->staged[i])
-				munmap(l->staged[i], image_regions(l->img)[i].stored_bytes ?: 1);
-		free(l->staged);
-		if (l->img)
-			image_close(l->img);
-		*l = (struct loaded){0};
-	}
+	for (int c = 0; c < nchain; c++)
+		restore_read_release(&chain[c]);
 	nchain = 0;
 }
 
-/* Open image id of this rank, check that it belongs to this run, and read
- * and verify every region into staging memory. */
-static enum verdict load_image(struct session *s, uint64_t id, struct loaded *l, char *why,
+/* Open image id of this rank and check that it belongs to this run. */
+static enum verdict load_image(struct session *s, uint64_t id, struct restore_image *l, char *why,
 			       size_t len)
 {
 	char path[4200];
 	const struct image_header *h;
-	const struct region_record *r;
 
 	store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));
 	if (fault_hit_at(FAULT_FAIL_RESTORE_OPEN, id)) {
@@ -128,32 +114,12 @@ static enum verdict load_image(struct session *s, uint64_t id, struct loaded *l,
 			 s->rank, (unsigned long long)id);
 		return UNUSABLE;
 	}
-	r = image_regions(l->img);
-	l->staged = calloc(h->nregions, sizeof(*l->staged));
-	if (!l->staged) {
-		snprintf(why, len, "out of memory loading %s", path);
-		return UNUSABLE;
-	}
-	for (size_t i = 0; i < h->nregions; i++) {
-		void *p = mmap(NULL, r[i].stored_bytes ?: 1, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		if (p == MAP_FAILED) {
-			snprintf(why, len, "out of memory loading %s", path);
-			return UNUSABLE;
-		}
-		l->staged[i] = p;
-		if (i == h->nregions / 2 && fault_hit_at(FAULT_FAIL_RESTORE_READ, id)) {
-			snprintf(why, len, "%s: region %zu: %s", path, i, strerror(errno));
-			return UNUSABLE;
-		}
-		if (image_read_region(l->img, i, p, why, len))
-			return UNUSABLE;
-	}
 	return USABLE;
 }
 
-/* Load checkpoint id: its image and its parents' back to a full one. */
+/* Load checkpoint id: open its image and its parents' back to a full one
+ * (headers and tables checked), then read and verify every region of
+ * each while the memory they go to is populated (restore_read.h). */
 static enum verdict load(struct session *s, uint64_t id, char *why, size_t len)
 {
 	uint64_t next = id;
@@ -175,69 +141,23 @@ static enum verdict load(struct session *s, uint64_t id, char *why, size_t len)
 			return UNUSABLE;
 		}
 	}
+	if (restore_read_prepare(chain, nchain)) {
+		snprintf(why, len, "cannot map the application arena for checkpoint %llu",
+			 (unsigned long long)id);
+		return UNUSABLE;
+	}
+	for (int c = 0; c < nchain; c++)
+		if (restore_read_verify(&chain[c], image_header(chain[c].img)->ckpt_id, why, len))
+			return UNUSABLE;
 	memcpy(&target, image_header(chain[0].img)->state, sizeof(target));
 	return USABLE;
-}
-
-/* Copy len bytes to dst, leaving the copy-relocated runtime objects of the
- * executable as the new runtime made them (DESIGN.md fact 2). MPI's own
- * threads may read them meanwhile, so they are never written, not even
- * briefly. */
-static void copy_around_exclusions(uintptr_t dst, const char *src, size_t len)
-{
-	const struct span *ex;
-	size_t nex = regions_exclusions(&ex);
-	uintptr_t pos = dst, end = dst + len;
-
-	while (pos < end) {
-		const struct span *first = NULL;
-
-		/* The first exclusion that overlaps [pos, end), if any. */
-		for (size_t i = 0; i < nex; i++)
-			if (ex[i].end > pos && ex[i].start < end &&
-			    (!first || ex[i].start < first->start))
-				first = &ex[i];
-		if (!first) {
-			memcpy((void *)pos, src + (pos - dst), end - pos);
-			return;
-		}
-		if (first->start > pos)
-			memcpy((void *)pos, src + (pos - dst), first->start - pos);
-		pos = first->end;
-	}
-}
-
-static void apply_region(const struct region_record *r, const char *data)
-{
-	const uint64_t *bitmap;
-	size_t pages = r->length / STASIS_PAGE, offset;
-
-	if (r->kind >= REGION_FIRST_DATA)
-		return; /* not memory */
-	if (!(r->flags & REGION_PARTIAL)) {
-		copy_around_exclusions(r->addr, data, r->length);
-		return;
-	}
-	bitmap = (const uint64_t *)data;
-	offset = image_bitmap_bytes(r->length);
-	for (size_t p = 0; p < pages; p++) {
-		if (!(bitmap[p / 64] >> (p % 64) & 1))
-			continue;
-		copy_around_exclusions(r->addr + p * STASIS_PAGE, data + offset, STASIS_PAGE);
-		offset += STASIS_PAGE;
-	}
 }
 
 /* Runs on temp_stack: the main stack is part of what it overwrites. */
 static void jump_into_image(void)
 {
-	/* The full image first, then each increment on top of it. */
-	for (int c = nchain - 1; c >= 0; c--) {
-		const struct region_record *r = image_regions(chain[c].img);
-
-		for (size_t i = 0; i < image_header(chain[c].img)->nregions; i++)
-			apply_region(&r[i], chain[c].staged[i]);
-	}
+	/* The rest of memory is in place (restore_read_apply). */
+	restore_read_stacks(chain, nchain);
 	arena_finish_restore();
 	maps_apply();
 	stasis_depth = target.depth;
@@ -296,17 +216,14 @@ static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
  * Collective; 0, or -errno after one rank said why. */
 static int replay_mpi(struct session *s, uint64_t id)
 {
-	const struct image_header *h = image_header(chain[0].img);
-	const struct region_record *r = image_regions(chain[0].img);
 	char why[1024] = "", line[1200];
 	int ret = -EBADMSG;
 	double t0 = PMPI_Wtime();
+	size_t len;
+	const void *state = restore_read_kept(&chain[0], REGION_MPI, &len);
 
-	for (size_t i = 0; i < h->nregions; i++)
-		if (r[i].kind == REGION_MPI) {
-			ret = mpi_state_replay(chain[0].staged[i], r[i].length, why, sizeof(why));
-			break;
-		}
+	if (state)
+		ret = mpi_state_replay(state, len, why, sizeof(why));
 	/* Every rank reached the replay, or none has the region: agree. */
 	PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, s->comm);
 	if (!ret) {
@@ -328,8 +245,6 @@ static int replay_mpi(struct session *s, uint64_t id)
 static int verify_process(struct session *s, uint64_t id)
 {
 	static struct region mem[4096];
-	const struct image_header *h = image_header(chain[0].img);
-	const struct region_record *r = image_regions(chain[0].img);
 	const void *maps_rec = NULL, *sig_rec = NULL;
 	size_t maps_len = 0, sig_len = 0;
 	char why[1024] = "", line[1200];
@@ -349,12 +264,8 @@ static int verify_process(struct session *s, uint64_t id)
 				mem[n++] = m;
 		}
 	}
-	for (size_t i = 0; i < h->nregions; i++) {
-		if (r[i].kind == REGION_MAPS)
-			maps_rec = chain[0].staged[i], maps_len = r[i].length;
-		else if (r[i].kind == REGION_SIGNALS)
-			sig_rec = chain[0].staged[i], sig_len = r[i].length;
-	}
+	maps_rec = restore_read_kept(&chain[0], REGION_MAPS, &maps_len);
+	sig_rec = restore_read_kept(&chain[0], REGION_SIGNALS, &sig_len);
 	ret = maps_verify(mem, n, maps_rec, maps_len, why, sizeof(why));
 	if (!ret)
 		ret = sigstate_load(sig_rec, sig_len, why, sizeof(why));
@@ -401,7 +312,7 @@ int restore_latest(struct session *s)
 {
 	char why[8192] = "", newest_why[8192] = "";
 	uint64_t cand, flushed, id = 0, why_at = 0;
-	double t0 = monotonic();
+	double t0 = monotonic(), t1;
 	bool heavy = false, local;
 	int v, worst;
 
@@ -487,19 +398,17 @@ int restore_latest(struct session *s)
 	complete_records(s);
 	if (verify_process(s, cand) || replay_mpi(s, cand))
 		return -EINVAL;
-	interval_auto_restarted(s, monotonic() - t0, heavy);
-	for (int c = 0; c < nchain; c++) {
-		for (size_t i = 0; i < image_header(chain[c].img)->nregions; i++) {
-			const struct region_record *r = &image_regions(chain[c].img)[i];
-
-			if (r->kind == REGION_ARENA &&
-			    arena_prepare_restore(r->addr + r->length - STASIS_ARENA_BASE)) {
-				pr_err("cannot map the application arena for checkpoint %llu",
-				       (unsigned long long)cand);
-				return -ENOMEM;
-			}
-		}
+	/* From here memory is overwritten: a failure stops the process. */
+	t1 = monotonic();
+	if (restore_read_apply(chain, nchain, why, sizeof(why))) {
+		pr_err("checkpoint %llu: cannot put the program's memory back: %s",
+		       (unsigned long long)cand, why);
+		return -EIO;
 	}
+	pr_debug("checkpoint %llu: chain of %d image(s) verified and MPI objects made in %.0f ms, "
+		 "memory put back in %.0f ms",
+		 (unsigned long long)cand, nchain, (t1 - t0) * 1e3, (monotonic() - t1) * 1e3);
+	interval_auto_restarted(s, monotonic() - t0, heavy);
 	/* The program's signals wait (and this run's timers stop) until the
 	 * image's are back (sigstate.h). */
 	sigstate_before_jump();

@@ -1,4 +1,8 @@
+/* Incremental checkpoints: see tracking.h. Which blocks are worth
+ * write-protecting is track_blocks.c's and track_policy.c's. */
 #define LOG_PREFIX "tracking: "
+#include <mpi.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -10,13 +14,17 @@
 #include "log.h"
 #include "maps.h"
 #include "session.h"
+#include "track_blocks.h"
 #include "tracking.h"
 
 #define MAX_TRACKED 512
-
+/* An incremental image at least this fraction of the full one is written
+ * full instead: it costs the same to write, and starts a new chain that a
+ * restart reads once instead of twice. */
+#define NEARLY_FULL 0.9
 /* Runtime state, fresh in every process: after a restart the first image
  * is full and tracking starts from it. */
-static struct region tracked[MAX_TRACKED];
+static struct tracked_range tracked[MAX_TRACKED];
 static int ntracked;
 static struct region pending[MAX_TRACKED]; /* regions of the image being written */
 /* Regions whose protection the program changed itself: never tracked again
@@ -27,20 +35,26 @@ static int npending;
 static bool need_full = true;
 static int since_full;
 static double collect_ms, collect_bytes; /* of the last tracking_prepare */
+/* What decides which blocks are protected: the backend, its measured
+ * fault cost, and the cost of a page in an image from the last checkpoint
+ * (prepared_ns and prepared_bytes: when and how much tracking_prepare
+ * said this rank's image would be). */
+static struct block_env env;
+static double prepared_ns;
+static uint64_t prepared_bytes, prepared_full;
+static struct block_tally last_tally;
 
 /* Arena pages dropped since the last image: one bit per page of the whole
  * reservation, mapped NORESERVE so that only the used part costs memory. */
 static uint64_t *discarded;
 static const struct dirty_backend *backend;
 
-static void set_bits(uint64_t *bits, size_t first, size_t n, bool atomic)
+static double now_ns(void)
 {
-	for (size_t p = first; p < first + n; p++) {
-		if (atomic)
-			__atomic_fetch_or(&bits[p / 64], 1ULL << (p % 64), __ATOMIC_RELAXED);
-		else
-			bits[p / 64] |= 1ULL << (p % 64);
-	}
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e9 + t.tv_nsec;
 }
 
 /* The arena's discard hook: runs under the arena lock, so it only sets bits
@@ -49,8 +63,10 @@ static void on_discard(uintptr_t addr, size_t len)
 {
 	if (!arena_contains((void *)addr) || !len)
 		return;
-	set_bits(discarded, (addr - STASIS_ARENA_BASE) / STASIS_PAGE,
-		 (len + STASIS_PAGE - 1) / STASIS_PAGE, true);
+	for (size_t p = (addr - STASIS_ARENA_BASE) / STASIS_PAGE,
+		    e = p + (len + STASIS_PAGE - 1) / STASIS_PAGE;
+	     p < e; p++)
+		__atomic_fetch_or(&discarded[p / 64], 1ULL << (p % 64), __ATOMIC_RELAXED);
 	backend->prepare_write((void *)addr, len);
 }
 
@@ -70,6 +86,15 @@ void tracking_start(struct session *s)
 	discarded = p;
 	backend = s->dirty;
 	arena_set_discard_hook(on_discard);
+	env.be = backend;
+	env.costs.fault_ns = dirty_fault_cost_ns(backend);
+	if (env.costs.fault_ns < 0) {
+		pr_warn("cannot time a write fault under %s (%s): taken as 20 us", backend->name,
+			strerror((int)-env.costs.fault_ns));
+		env.costs.fault_ns = 20e3;
+	}
+	pr_debug("a first write to a protected page costs %.2f us (%s)", env.costs.fault_ns / 1e3,
+		 backend->name);
 }
 
 /* Move the discarded bits of the arena region r into its dirty bitmap. */
@@ -113,7 +138,7 @@ static uint64_t *bitmaps(size_t words)
 	return pool;
 }
 
-static const struct region *find_tracked(uintptr_t start)
+static struct tracked_range *find_tracked(uintptr_t start)
 {
 	for (int i = 0; i < ntracked; i++)
 		if (tracked[i].start == start)
@@ -138,21 +163,41 @@ static bool cheaper_whole(const struct region *r, const uint64_t *bits)
 	return image_bitmap_bytes(length) + pages * STASIS_PAGE >= length;
 }
 
+/* Bytes the image of out[0..n) stores: bitmap and pages of partial
+ * regions, the whole length of the others. */
+static uint64_t image_bytes(const struct image_region *out, int n)
+{
+	uint64_t sum = 0;
+
+	for (int i = 0; i < n; i++) {
+		size_t pages = out[i].length / STASIS_PAGE;
+
+		sum += out[i].dirty ? image_bitmap_bytes(out[i].length) +
+					  bits_count(out[i].dirty, 0, pages) * STASIS_PAGE
+				    : out[i].length;
+	}
+	return sum;
+}
+
 bool tracking_prepare(struct session *s, const struct region *regions, int n,
 		      struct image_region *out)
 {
 	bool incremental = s->dirty && !need_full && since_full < s->cfg.full_every - 1;
 	size_t total = 0, used = 0;
-	uint64_t *words;
-	struct timespec t0, t1;
+	uint64_t *words, full = 0, incr;
+	double t0;
 	int ret;
 
 	collect_ms = collect_bytes = 0;
+	memset(&last_tally, 0, sizeof(last_tally));
+	prepared_ns = now_ns();
 	for (int i = 0; i < n; i++) {
 		out[i] = (struct image_region){regions[i].start, regions[i].end - regions[i].start,
 					       regions[i].kind, NULL};
 		total += words_for(&regions[i]);
+		full += out[i].length;
 	}
+	prepared_bytes = prepared_full = full;
 	npending = n < MAX_TRACKED ? n : MAX_TRACKED;
 	memcpy(pending, regions, npending * sizeof(*pending));
 	if (!s->dirty || ntracked == 0)
@@ -162,10 +207,13 @@ bool tracking_prepare(struct session *s, const struct region *regions, int n,
 		need_full = true;
 		return false;
 	}
+	env.round++;
 	/* Collect from every tracked region even for a full image: that
-	 * re-arms them, so that the next interval starts clean. */
+	 * re-arms them, so that the next interval starts clean, and decides
+	 * which blocks stay protected. */
 	for (int i = 0; i < n; i++) {
-		const struct region *r = &regions[i], *t = find_tracked(r->start);
+		const struct region *r = &regions[i];
+		struct tracked_range *t = find_tracked(r->start);
 		uint64_t *bits = words + used;
 		uintptr_t end;
 
@@ -173,10 +221,9 @@ bool tracking_prepare(struct session *s, const struct region *regions, int n,
 		if (r->kind == REGION_STACK || !t)
 			continue; /* saved whole */
 		end = t->end < r->end ? t->end : r->end;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		ret = s->dirty->collect(t->start, end - t->start, bits);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		collect_ms += (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+		t0 = now_ns();
+		ret = blocks_collect(t, end, r->start, bits, &env, &last_tally);
+		collect_ms += (now_ns() - t0) / 1e6;
 		collect_bytes += end - t->start;
 		if (ret) {
 			need_full = true;
@@ -184,14 +231,22 @@ bool tracking_prepare(struct session *s, const struct region *regions, int n,
 			continue;
 		}
 		/* Pages the region grew by since it was tracked: all written. */
-		set_bits(bits, (end - r->start) / STASIS_PAGE, (r->end - end) / STASIS_PAGE, false);
+		bits_set(bits, (end - r->start) / STASIS_PAGE, (r->end - end) / STASIS_PAGE);
 		if (r->kind == REGION_ARENA)
 			take_discarded(r, bits);
 		out[i].dirty = cheaper_whole(r, bits) ? NULL : bits;
 	}
+	incr = image_bytes(out, n);
+	if (incremental && incr >= NEARLY_FULL * full) {
+		pr_debug("an incremental image would store %.0f%% of a full one: full",
+			 100.0 * incr / full);
+		incremental = false;
+	}
 	if (!incremental)
 		for (int i = 0; i < n; i++)
 			out[i].dirty = NULL;
+	else
+		prepared_bytes = incr;
 	return incremental;
 }
 
@@ -208,15 +263,16 @@ void tracking_forget(struct session *s, uintptr_t addr, size_t len)
 	if (!s->dirty || s->dirty != &dirty_mprotect_backend)
 		return; /* uffd keeps tracking across the program's mprotect() */
 	for (int i = 0; i < ntracked; i++) {
-		struct region *t = &tracked[i];
+		struct tracked_range *t = &tracked[i];
 
 		if (!(t->start < addr + len && addr < t->end))
 			continue;
 		s->dirty->untrack(t->start, t->end - t->start);
 		if (nreleased < MAX_TRACKED)
-			released[nreleased++] = *t;
+			released[nreleased++] = (struct region){t->start, t->end, t->kind};
 		pr_debug("the program changes the protection of %#lx-%#lx: saved whole from now on",
 			 (unsigned long)t->start, (unsigned long)t->end);
+		blocks_free(t);
 		tracked[i--] = tracked[--ntracked];
 	}
 }
@@ -226,7 +282,7 @@ static void track_new(struct session *s)
 {
 	for (int i = 0; i < npending; i++) {
 		const struct region *r = &pending[i];
-		struct region *t = (struct region *)find_tracked(r->start);
+		struct tracked_range *t = find_tracked(r->start);
 		uintptr_t from = t ? t->end : r->start;
 
 		if (r->kind == REGION_STACK || from >= r->end || is_released(r))
@@ -243,20 +299,41 @@ static void track_new(struct session *s)
 			need_full = true;
 			continue;
 		}
-		if (!t)
-			tracked[ntracked++] = (struct region){r->start, r->end, r->kind};
-		else
-			t->end = r->end;
+		if (!t) {
+			t = &tracked[ntracked++];
+			*t = (struct tracked_range){
+			    .start = r->start, .end = r->start, .kind = r->kind};
+		}
+		if (blocks_grow(t, r->end, &env)) {
+			pr_warn("cannot track %#lx-%#lx: out of memory; the next image is full",
+				(unsigned long)from, (unsigned long)r->end);
+			s->dirty->untrack(from, r->end - from);
+			if (t->end == t->start)
+				tracked[t - tracked] = tracked[--ntracked];
+			need_full = true;
+		}
 	}
 }
 
 void tracking_committed(struct session *s, bool committed, bool incremental)
 {
+	double ns = now_ns() - prepared_ns;
+
 	if (!s->dirty)
 		return;
 	if (!committed) {
 		need_full = true;
 		return;
+	}
+	/* What a page in an image cost this checkpoint: its share of the time
+	 * the program was blocked, averaged with the last figure. Only from
+	 * images of at least half the full size (every full one): a small
+	 * image's fixed costs (sync, agreement) would make pages look dear. */
+	if (prepared_bytes && prepared_bytes >= prepared_full / 2) {
+		double page_ns = ns / prepared_bytes * STASIS_PAGE;
+
+		env.costs.page_ns =
+		    env.costs.page_ns > 0 ? (env.costs.page_ns + page_ns) / 2 : page_ns;
 	}
 	need_full = false;
 	since_full = incremental ? since_full + 1 : 0;
@@ -267,4 +344,30 @@ void tracking_last_collect(double *ms, double *bytes)
 {
 	*ms = collect_ms;
 	*bytes = collect_bytes;
+}
+
+void tracking_report(struct session *s, uint64_t id)
+{
+	struct block_tally t = last_tally;
+	uint64_t in[4], sum[4];
+
+	if (s->cfg.verbose < 1)
+		return;
+	for (int i = 0; i < ntracked; i++)
+		blocks_tally(&tracked[i], &t);
+	in[0] = t.protected_bytes;
+	in[1] = t.whole_bytes;
+	in[2] = s->dirty != NULL;
+	in[3] = t.to_whole + t.to_protected;
+	PMPI_Reduce(in, sum, 4, MPI_UINT64_T, MPI_SUM, 0, s->comm);
+	if (s->rank || !sum[2])
+		return;
+	/* A line scripts read (README): keep its shape. */
+	fprintf(stderr,
+		"stasis: checkpoint %llu tracking: %llu bytes write-protected, %llu bytes saved "
+		"whole, %llu blocks changed, fault %.2f us, image %.2f us per page (rank 0)\n",
+		(unsigned long long)id, (unsigned long long)sum[0], (unsigned long long)sum[1],
+		(unsigned long long)sum[3], env.costs.fault_ns / 1e3, env.costs.page_ns / 1e3);
+	pr_debug("blocks: %u to whole (%u made huge pages again), %u to write-protected",
+		 t.to_whole, t.collapsed, t.to_protected);
 }

@@ -1,11 +1,15 @@
 /* Incremental checkpoints (DESIGN.md section 4): which pages of the
  * application image changed since the last committed checkpoint. Built on a
  * dirty-tracking backend (dirty.h); the main thread's stack is always saved
- * whole, and regions that appeared or grew are saved whole. */
+ * whole, and regions that appeared or grew are saved whole. Tracking pays
+ * for itself (DESIGN.md section 11): blocks mostly rewritten in an interval
+ * are left writable and saved whole (track_blocks.h, track_policy.h), and an
+ * incremental image nearly as large as a full one is written full. */
 #ifndef STASIS_TRACKING_H
 #define STASIS_TRACKING_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "image.h"
 #include "regions.h"
@@ -34,6 +38,11 @@ void tracking_committed(struct session *s, bool committed, bool incremental);
  * are saved whole from now on), so that its protection and its own SIGSEGV
  * handler work as without stasis. */
 void tracking_forget(struct session *s, uintptr_t addr, size_t len);
+
+/* STASIS_VERBOSE=1, after checkpoint id committed: rank 0 says how many
+ * bytes tracking write-protects and how many it leaves writable and saves
+ * whole in the interval that starts (README). Collective over s->comm. */
+void tracking_report(struct session *s, uint64_t id);
 
 /* Time spent collecting dirty pages in the last tracking_prepare, and the
  * bytes of tracked memory it covered (STASIS_VERBOSE=2, benchmarks). */

@@ -6,8 +6,12 @@
  * MPI_COMM_WORLD (stasis's safe point). Between two checkpoints only the C
  * rows of that interval change: a few pages of a large image.
  *
- *   mat [N [ITERS]]    N x N matrices (N divisible by the ranks), ITERS rows
- *                      of C per rank (<= N / ranks)
+ *   mat [N [ITERS]] [--rate R]
+ *                      N x N matrices (N divisible by the ranks), ITERS rows
+ *                      of C per rank (<= N / ranks); with --rate, at most R
+ *                      rows per second (a sleep after each row), so that
+ *                      the rows written per interval do not depend on the
+ *                      machine's speed (tests/cr/mat.sh)
  *
  * Memory per rank: 8 N^2 (B) + 16 N^2 / ranks (A and C); N = 3072 on
  * 4 ranks: 72 + 18 + 18 MiB, 432 MiB in all.
@@ -16,20 +20,32 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 int main(int argc, char **argv)
 {
-	long n = argc > 1 ? atol(argv[1]) : 3072, iters, rows;
+	long n = 3072, iters = -1, rows, pos = 0;
+	double rate = 0, t0 = 0;
 	int rank, size;
 	double *a, *b, *c, local = 0, total = 0;
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--rate") && i + 1 < argc)
+			rate = atof(argv[++i]);
+		else if (pos++ == 0)
+			n = atol(argv[i]);
+		else
+			iters = atol(argv[i]);
+	}
 	rows = n / size;
-	iters = argc > 2 ? atol(argv[2]) : rows;
+	if (iters < 0)
+		iters = rows;
 	if (n < size || n % size || iters < 1 || iters > rows) {
-		fprintf(stderr, "mat: usage: mat [N [ITERS <= N/ranks]]\n");
+		fprintf(stderr, "mat: usage: mat [N [ITERS <= N/ranks]] [--rate R]\n");
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
 	a = malloc(rows * n * sizeof(double));
@@ -46,8 +62,17 @@ int main(int argc, char **argv)
 		for (long j = 0; j < n; j++)
 			b[k * n + j] = (double)((3 * k + j) % 13) / 13.0;
 
+	if (rate > 0)
+		t0 = MPI_Wtime();
 	for (long i = 0; i < iters; i++) {
 		double *ci = c + i * n, s = 0;
+
+		/* Row i starts no earlier than i / rate seconds in. */
+		while (rate > 0 && MPI_Wtime() - t0 < i / rate) {
+			struct timespec ts = {0, 1000000};
+
+			nanosleep(&ts, NULL);
+		}
 
 		/* i-k-j order: streams through B, writes one row of C. */
 		for (long k = 0; k < n; k++) {

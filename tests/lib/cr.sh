@@ -49,6 +49,7 @@ cr_default_args() {
 	alarm) echo "4096 3000" ;;
 	tramp) echo "65536 3000" ;;
 	uselib) echo "4096 2000" ;;
+	phases) echo "8 200" ;;
 	*) echo "" ;;
 	esac
 }
