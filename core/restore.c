@@ -9,6 +9,7 @@
 #include "arena.h"
 #include "checkpoint.h"
 #include "fault.h"
+#include "fds.h"
 #include "flush.h"
 #include "interval_auto.h"
 #include "image.h"
@@ -237,6 +238,7 @@ static void jump_into_image(void)
 			apply_region(&r[i], chain[c].staged[i]);
 	}
 	arena_finish_restore();
+	fds_relink_streams();
 	stasis_depth = target.depth;
 	checkpoint_prepare_resume(target_id);
 	/* Frames restored from the image carry the old process's stack canary;
@@ -286,6 +288,20 @@ static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
 		id = allreduce_max(s, parent);
 	}
 	return 0;
+}
+
+/* A region of the newest image that is not memory (NULL if it has none). */
+static const void *newest_data(uint32_t kind, size_t *len)
+{
+	const struct region_record *r = image_regions(chain[0].img);
+
+	for (size_t i = 0; i < image_header(chain[0].img)->nregions; i++)
+		if (r[i].kind == kind) {
+			*len = r[i].length;
+			return chain[0].staged[i];
+		}
+	*len = 0;
+	return NULL;
 }
 
 /* Make the program's MPI objects of the chosen checkpoint again, before
@@ -356,6 +372,8 @@ int restore_latest(struct session *s)
 	double t0 = monotonic();
 	bool heavy = false, local;
 	int v, worst;
+	const void *files;
+	size_t files_len;
 
 	cand = allreduce_max(s, newest_committed_below(s, UINT64_MAX));
 	flushed = flush_complete_below(s, UINT64_MAX);
@@ -437,6 +455,10 @@ int restore_latest(struct session *s)
 	cand = id;
 	target_id = cand;
 	complete_records(s);
+	/* Every file checked before anything is cut back or replayed. */
+	files = newest_data(REGION_FILES, &files_len);
+	if (fds_restart_check(s, cand, files, files_len))
+		return -EINVAL;
 	if (replay_mpi(s, cand))
 		return -EINVAL;
 	interval_auto_restarted(s, monotonic() - t0, heavy);
@@ -452,6 +474,8 @@ int restore_latest(struct session *s)
 			}
 		}
 	}
+	if (fds_restart_apply(s))
+		return -EIO;
 	getcontext(&trampoline);
 	trampoline.uc_stack.ss_sp = temp_stack;
 	trampoline.uc_stack.ss_size = sizeof(temp_stack);

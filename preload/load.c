@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "fds.h"
 #include "handles.h"
 #include "log.h"
 #include "regions.h"
@@ -74,6 +75,9 @@ __attribute__((constructor)) static void stasis_load(void)
 		ret = vh_init();
 	if (!ret)
 		ret = regions_init();
+	if (!ret && fds_init())
+		pr_warn("cannot reserve descriptors for the program: its open files are not "
+			"restored, and files it opens switch checkpoints off");
 	if (ret) {
 		pr_warn("cannot reserve the application arena at %#lx: %s; checkpoints are off",
 			(unsigned long)STASIS_ARENA_BASE, strerror(-ret));
