@@ -36,6 +36,8 @@ extern void *__libc_memalign(size_t, size_t);
 
 static inline bool for_application(uintptr_t caller)
 {
+	if (__builtin_expect(!stasis_loaded, 0))
+		stasis_load_early(caller);
 	return __builtin_expect(stasis_active, 0) && stasis_depth == 0 && stasis_on_main_thread() &&
 	       regions_app_code(caller);
 }

@@ -24,6 +24,8 @@
 #   refuse KIND...  for each KIND, the program makes something stasis
 #              cannot restore (files.c --refuse): a warning names it, no
 #              checkpoint is taken, the run ends with the right answer
+# FILES_APP=files_f runs the Fortran twin (tests/apps/files_f.f90, units
+# through libgfortran) instead, for roundtrip and twice.
 set -euo pipefail
 # shellcheck source=../lib/cr.sh
 source "$(dirname "$0")/../lib/cr.sh"
@@ -35,7 +37,7 @@ case $mode in
 early) extra=(--early) ;;
 overwrite) extra=(--overwrite) ;;
 esac
-cr_app files 4096 20000 "${extra[@]}"
+cr_app "${FILES_APP:-files}" 4096 20000 "${extra[@]}"
 
 ref=$CR_TMP/ref
 run=$CR_TMP/run
