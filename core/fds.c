@@ -417,11 +417,7 @@ static bool checkpointed_size(uint64_t dev, uint64_t ino, uint64_t *size, uint64
 	return false;
 }
 
-/* The program is about to change bytes below the length its file had at
- * checkpoint id: that checkpoint (and the ones before) can no longer be
- * put back as it was. Say so, stop checkpoints, and leave a mark the
- * restart reads (fds_restart_check). */
-static void overwritten(const char *path, int64_t at, uint64_t size, uint64_t id)
+void fds_mark_overwritten(const char *path, int64_t at, uint64_t size, uint64_t id)
 {
 	struct session *s = session_get();
 	char mark[4200];
@@ -477,7 +473,7 @@ void fds_will_write(int fd, int64_t offset)
 	if (offset < 0 || (uint64_t)offset >= size)
 		return;
 	path_of(fd, path, sizeof(path));
-	overwritten(path, offset, size, id);
+	fds_mark_overwritten(path, offset, size, id);
 }
 
 void fds_will_cut(int fd, int64_t from)
@@ -490,7 +486,7 @@ void fds_will_cut(int fd, int64_t from)
 	    !checkpointed_size(sl->dev, sl->ino, &size, &id) || from < 0 || (uint64_t)from >= size)
 		return;
 	path_of(fd, path, sizeof(path));
-	overwritten(path, from, size, id);
+	fds_mark_overwritten(path, from, size, id);
 }
 
 void fds_will_cut_path(const char *path, int64_t from)
@@ -502,7 +498,7 @@ void fds_will_cut_path(const char *path, int64_t from)
 	    !checkpointed_size(st.st_dev, st.st_ino, &size, &id) || from < 0 ||
 	    (uint64_t)from >= size)
 		return;
-	overwritten(path, from, size, id);
+	fds_mark_overwritten(path, from, size, id);
 }
 
 /* glibc's FILE flag for a stream that cannot write (libio.h). */

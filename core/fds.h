@@ -78,6 +78,11 @@ void fds_will_write(int fd, int64_t offset);
 /* ftruncate / fallocate that cut or punch below that length. */
 void fds_will_cut(int fd, int64_t from);
 void fds_will_cut_path(const char *path, int64_t from);
+/* The program is about to change bytes below the length its file path had
+ * at checkpoint id (at byte at): that checkpoint, and the ones before, can
+ * no longer be put back as they were. Says so, stops checkpoints, and
+ * leaves a mark the restart reads (fds_restart_check); once. */
+void fds_mark_overwritten(const char *path, int64_t at, uint64_t size, uint64_t id);
 /* A stdio stream open for writing was positioned (fseek, rewind, ...):
  * its later writes land there, unseen. */
 void fds_stream_positioned(FILE *fp);

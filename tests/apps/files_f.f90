@@ -8,6 +8,9 @@
 !     direct access) and reads back the record of half as many iterations
 !     ago;
 !   - unit 14 writes progress to /dev/null, as pw.x's ranks but the first do;
+!   - files.data.mpi, shared by every rank through MPI-IO (MPI_FILE_OPEN with
+!     a blank-padded CHARACTER name, a view with each rank's displacement),
+!     gets each rank's sum with MPI_FILE_WRITE_AT_ALL every 8 iterations;
 ! an MPI_ALLREDUCE on MPI_COMM_WORLD ends each iteration (the safe point).
 !
 !   files_f [N [ITERS]]
@@ -24,7 +27,9 @@ program files_f
   real(dp), allocatable :: x(:)
   real(dp) :: v, s, total, rec(nrec), old(nrec)
   integer(i8) :: h
-  character(len=64) :: arg, logname, dataname
+  character(len=64) :: arg, logname, dataname, mpiname
+  integer :: fh, status(MPI_STATUS_SIZE)
+  integer(kind=MPI_OFFSET_KIND) :: disp, zero
 
   call MPI_INIT(ierr)
   call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
@@ -47,6 +52,14 @@ program files_f
   open (13, file=dataname, status='replace', access='direct', form='unformatted', &
         recl=8*nrec, action='readwrite')
   open (14, file='/dev/null', status='old', action='write')
+  mpiname = 'files.data.mpi'
+  call MPI_FILE_OPEN(MPI_COMM_WORLD, mpiname, MPI_MODE_CREATE + MPI_MODE_WRONLY, &
+                     MPI_INFO_NULL, fh, ierr)
+  zero = 0
+  call MPI_FILE_SET_SIZE(fh, zero, ierr)
+  disp = 8*rank
+  call MPI_FILE_SET_VIEW(fh, disp, MPI_DOUBLE_PRECISION, MPI_DOUBLE_PRECISION, 'native', &
+                         MPI_INFO_NULL, ierr)
 
   allocate (x(0:n - 1))
   do i = 0, n - 1
@@ -72,6 +85,10 @@ program files_f
     x(mod(it, n)) = x(mod(it, n)) + old(nrec/2)*1.0e-12_dp
     h = ieor(ishftc(h, 7), int(mod(old(1)*1.0e6_dp, 1.0e12_dp), i8))
     write (14, '(a,i0)') 'progress ', it
+    if (mod(it, 8) == 0) then
+      disp = int(it/8, MPI_OFFSET_KIND)*nranks
+      call MPI_FILE_WRITE_AT_ALL(fh, disp, s, 1, MPI_DOUBLE_PRECISION, status, ierr)
+    end if
     call MPI_ALLREDUCE(s, v, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
     total = total + v
   end do
@@ -79,6 +96,7 @@ program files_f
   close (12)
   close (13)
   close (14)
+  call MPI_FILE_CLOSE(fh, ierr)
   call MPI_ALLREDUCE(MPI_IN_PLACE, h, 1, MPI_INTEGER8, MPI_BXOR, MPI_COMM_WORLD, ierr)
   if (rank == 0) write (*, '(a,i0,a,i0,a,z16.16,a,es24.17e3)') 'files_f: n=', n, ' iters=', &
     iters, ' checksum=', h, ' sum=', total

@@ -25,7 +25,9 @@
 #              cannot restore (files.c --refuse): a warning names it, no
 #              checkpoint is taken, the run ends with the right answer
 # FILES_APP=files_f runs the Fortran twin (tests/apps/files_f.f90, units
-# through libgfortran) instead, for roundtrip and twice.
+# through libgfortran) instead; FILES_APP=mpiio the MPI-IO one
+# (tests/apps/mpiio.c: a shared file written with a view, an input read
+# and logs written through file pointers).
 set -euo pipefail
 # shellcheck source=../lib/cr.sh
 source "$(dirname "$0")/../lib/cr.sh"
@@ -37,7 +39,12 @@ case $mode in
 early) extra=(--early) ;;
 overwrite) extra=(--overwrite) ;;
 esac
-cr_app "${FILES_APP:-files}" 4096 20000 "${extra[@]}"
+app=${FILES_APP:-files}
+# Each collective MPI-IO call allocates OMPIO's aggregation buffer (32 MiB)
+# and MALLOC_PERTURB_, which meson sets, fills it: keep it small.
+export OMPI_MCA_io_ompio_bytes_per_agg=1048576
+# shellcheck disable=SC2046 # the default arguments are words
+cr_app "$app" $(cr_default_args "$app") "${extra[@]}"
 
 ref=$CR_TMP/ref
 run=$CR_TMP/run

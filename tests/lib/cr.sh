@@ -46,6 +46,8 @@ cr_default_args() {
 	halves) echo "4096 4000" ;;
 	protected_io) echo "16384 4000" ;;
 	segv_handler) echo "131072 6000" ;;
+	files | files_f) echo "4096 20000" ;;
+	mpiio) echo "64 6000" ;;
 	*) echo "" ;;
 	esac
 }
