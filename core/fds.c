@@ -50,6 +50,8 @@ bool fds_before_restore(void)
 void fds_set_restored(void)
 {
 	restart_pending = false;
+	/* The program's children are not restarting (fds_init reads it). */
+	unsetenv("STASIS_RESTART");
 }
 
 uint32_t fds_new_desc(void)

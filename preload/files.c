@@ -10,7 +10,7 @@
  * sockets, eventfds, epoll, timerfds, signalfds, memfds, inotify, FIFOs,
  * other devices, files without a name) switches checkpoints off where it
  * is made, naming it. Writes that would change bytes a checkpoint holds
- * are looked at before they happen (fds_will_write). */
+ * are looked at before they happen (writes.c). */
 #undef _FILE_OFFSET_BITS
 #define _LARGEFILE64_SOURCE
 #include <dirent.h>
@@ -50,8 +50,6 @@ static inline bool program_call(uintptr_t caller)
 	       regions_app_code(caller);
 }
 
-/* A descriptor of the program's range: only those can be written in place
- * under a checkpoint. */
 static inline bool in_range(int fd)
 {
 	return fd >= 3 && fd < fds_range();
@@ -321,65 +319,6 @@ EXPORT FILE *popen(const char *command, const char *type)
 	if (fp && program_call(CALLER))
 		fds_refuse("popen() (a pipe to another process)");
 	return fp;
-}
-
-/* A stream open for writing put elsewhere: its next writes land there. */
-EXPORT int fseek(FILE *fp, long offset, int whence)
-{
-	REAL(fseek);
-	int ret = real(fp, offset, whence);
-
-	if (!ret && program_call(CALLER))
-		fds_stream_positioned(fp);
-	return ret;
-}
-
-EXPORT int fseeko(FILE *fp, off_t offset, int whence)
-{
-	REAL(fseeko);
-	int ret = real(fp, offset, whence);
-
-	if (!ret && program_call(CALLER))
-		fds_stream_positioned(fp);
-	return ret;
-}
-
-EXPORT int fseeko64(FILE *fp, off64_t offset, int whence)
-{
-	REAL(fseeko64);
-	int ret = real(fp, offset, whence);
-
-	if (!ret && program_call(CALLER))
-		fds_stream_positioned(fp);
-	return ret;
-}
-
-EXPORT int fsetpos(FILE *fp, const fpos_t *pos)
-{
-	REAL(fsetpos);
-	int ret = real(fp, pos);
-
-	if (!ret && program_call(CALLER))
-		fds_stream_positioned(fp);
-	return ret;
-}
-
-EXPORT int fsetpos64(FILE *fp, const fpos64_t *pos)
-{
-	REAL(fsetpos64);
-	int ret = real(fp, pos);
-
-	if (!ret && program_call(CALLER))
-		fds_stream_positioned(fp);
-	return ret;
-}
-
-EXPORT void rewind(FILE *fp)
-{
-	REAL(rewind);
-	real(fp);
-	if (program_call(CALLER))
-		fds_stream_positioned(fp);
 }
 
 /* --- directories and temporary files ------------------------------------------ */
@@ -681,141 +620,4 @@ EXPORT int posix_openpt(int flags)
 
 	REFUSE_IF_MADE(fd >= 0, "a pseudo-terminal (posix_openpt())");
 	return fd;
-}
-
-/* --- writes under a checkpoint ------------------------------------------------------ */
-
-#define WILL_WRITE(fd, offset)                                                                     \
-	do {                                                                                       \
-		if (in_range(fd) && program_call(CALLER))                                          \
-			fds_will_write(fd, offset);                                                \
-	} while (0)
-
-EXPORT ssize_t write(int fd, const void *buf, size_t count)
-{
-	REAL(write);
-	WILL_WRITE(fd, -1);
-	return real(fd, buf, count);
-}
-
-EXPORT ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset)
-{
-	REAL(pwrite);
-	WILL_WRITE(fd, offset);
-	return real(fd, buf, count, offset);
-}
-
-EXPORT ssize_t pwrite64(int fd, const void *buf, size_t count, off64_t offset)
-{
-	REAL(pwrite64);
-	WILL_WRITE(fd, offset);
-	return real(fd, buf, count, offset);
-}
-
-EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
-{
-	REAL(writev);
-	WILL_WRITE(fd, -1);
-	return real(fd, iov, iovcnt);
-}
-
-EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int iovcnt, off_t offset)
-{
-	REAL(pwritev);
-	WILL_WRITE(fd, offset);
-	return real(fd, iov, iovcnt, offset);
-}
-
-EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int iovcnt, off64_t offset)
-{
-	REAL(pwritev64);
-	WILL_WRITE(fd, offset);
-	return real(fd, iov, iovcnt, offset);
-}
-
-EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt, off_t offset, int flags)
-{
-	REAL(pwritev2);
-	WILL_WRITE(fd, offset);
-	return real(fd, iov, iovcnt, offset, flags);
-}
-
-EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int iovcnt, off64_t offset, int flags)
-{
-	REAL(pwritev64v2);
-	WILL_WRITE(fd, offset);
-	return real(fd, iov, iovcnt, offset, flags);
-}
-
-EXPORT ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t *off_out, size_t len,
-			       unsigned int flags)
-{
-	REAL(copy_file_range);
-	WILL_WRITE(fd_out, off_out ? *off_out : -1);
-	return real(fd_in, off_in, fd_out, off_out, len, flags);
-}
-
-EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
-{
-	REAL(sendfile);
-	WILL_WRITE(out_fd, -1);
-	return real(out_fd, in_fd, offset, count);
-}
-
-EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t count)
-{
-	REAL(sendfile64);
-	WILL_WRITE(out_fd, -1);
-	return real(out_fd, in_fd, offset, count);
-}
-
-EXPORT int ftruncate(int fd, off_t length)
-{
-	REAL(ftruncate);
-	if (in_range(fd) && program_call(CALLER))
-		fds_will_cut(fd, length);
-	return real(fd, length);
-}
-
-EXPORT int ftruncate64(int fd, off64_t length)
-{
-	REAL(ftruncate64);
-	if (in_range(fd) && program_call(CALLER))
-		fds_will_cut(fd, length);
-	return real(fd, length);
-}
-
-EXPORT int truncate(const char *path, off_t length)
-{
-	REAL(truncate);
-	if (program_call(CALLER))
-		fds_will_cut_path(path, length);
-	return real(path, length);
-}
-
-EXPORT int truncate64(const char *path, off64_t length)
-{
-	REAL(truncate64);
-	if (program_call(CALLER))
-		fds_will_cut_path(path, length);
-	return real(path, length);
-}
-
-/* Modes that change bytes already there (falloc.h). */
-#define FALLOC_CHANGES (0x02 | 0x08 | 0x10 | 0x20)
-
-EXPORT int fallocate(int fd, int mode, off_t offset, off_t len)
-{
-	REAL(fallocate);
-	if ((mode & FALLOC_CHANGES) && in_range(fd) && program_call(CALLER))
-		fds_will_cut(fd, offset);
-	return real(fd, mode, offset, len);
-}
-
-EXPORT int fallocate64(int fd, int mode, off64_t offset, off64_t len)
-{
-	REAL(fallocate64);
-	if ((mode & FALLOC_CHANGES) && in_range(fd) && program_call(CALLER))
-		fds_will_cut(fd, offset);
-	return real(fd, mode, offset, len);
 }
