@@ -136,10 +136,9 @@ static void reserve(int fd)
 }
 
 /* Move fd (the kernel's choice) onto the lowest reserved number >= min,
- * as a descriptor of description desc. */
-static int place(int fd, int min, uint32_t desc, int std_of)
+ * as a descriptor of description desc; st is its fstat(). */
+static int place(int fd, int min, uint32_t desc, int std_of, const struct stat *st)
 {
-	struct stat st;
 	int to = lowest_reserved(min), cloexec;
 
 	if (to < 0) {
@@ -154,12 +153,11 @@ static int place(int fd, int min, uint32_t desc, int std_of)
 		return fd;
 	}
 	close(fd);
-	slots[to] =
-	    (struct fds_slot){.state = SLOT_PROGRAM, .std_of = (int8_t)std_of, .desc = desc};
-	if (!fstat(to, &st)) {
-		slots[to].dev = st.st_dev;
-		slots[to].ino = st.st_ino;
-	}
+	slots[to] = (struct fds_slot){.state = SLOT_PROGRAM,
+				      .std_of = (int8_t)std_of,
+				      .desc = desc,
+				      .dev = st->st_dev,
+				      .ino = st->st_ino};
 	return to;
 }
 
@@ -172,34 +170,36 @@ static bool reopenable_device(dev_t rdev)
 	return major(rdev) == 1 && (mi == 3 || mi == 5 || mi == 7 || mi == 8 || mi == 9);
 }
 
-/* Why fd (just opened as call, with flags) cannot be restored; NULL if it
- * can. */
+/* Why fd (just opened, with flags) cannot be restored; NULL if it can. The
+ * path is looked up only to say why (readlink of /proc costs). */
 static const char *unrestorable(int fd, const struct stat *st, int flags, char *buf, size_t len)
 {
 	char link[64], path[PATH_MAX];
+	const char *what;
 	ssize_t n;
 
+	if (S_ISREG(st->st_mode))
+		what = (flags & O_TMPFILE) == O_TMPFILE || st->st_nlink == 0
+			   ? "a file without a name"
+			   : NULL;
+	else if (S_ISDIR(st->st_mode))
+		what = NULL;
+	else if (S_ISCHR(st->st_mode))
+		what = reopenable_device(st->st_rdev)
+			   ? NULL
+			   : "a character device stasis cannot open again";
+	else if (S_ISFIFO(st->st_mode))
+		what = "a FIFO";
+	else if (S_ISBLK(st->st_mode))
+		what = "a block device";
+	else
+		what = "neither a file nor a device";
+	if (!what)
+		return NULL;
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 	n = readlink(link, path, sizeof(path) - 1);
 	path[n > 0 ? n : 0] = 0;
-	if (S_ISREG(st->st_mode)) {
-		if ((flags & O_TMPFILE) == O_TMPFILE || st->st_nlink == 0)
-			snprintf(buf, len, "a file without a name (%s)", path);
-		else
-			return NULL;
-	} else if (S_ISDIR(st->st_mode)) {
-		return NULL;
-	} else if (S_ISCHR(st->st_mode)) {
-		if (reopenable_device(st->st_rdev))
-			return NULL;
-		snprintf(buf, len, "%s, a character device stasis cannot open again", path);
-	} else if (S_ISFIFO(st->st_mode)) {
-		snprintf(buf, len, "%s, a FIFO", path);
-	} else if (S_ISBLK(st->st_mode)) {
-		snprintf(buf, len, "%s, a block device", path);
-	} else {
-		snprintf(buf, len, "%s, neither a file nor a device", path);
-	}
+	snprintf(buf, len, "%s, %s", path, what);
 	return buf;
 }
 
@@ -229,14 +229,15 @@ int fds_opened(int fd, int flags, const char *call)
 				     : "error");
 		return fd;
 	}
-	return place(fd, 3, next_desc++, -1);
+	return place(fd, 3, next_desc++, -1, &st);
 }
 
 int fds_duplicated(int oldfd, int newfd, int min, const char *call)
 {
 	const struct fds_slot *old = fds_slot(oldfd);
+	struct stat st;
 
-	if (newfd < 0 || !range)
+	if (newfd < 0 || !range || fstat(newfd, &st))
 		return newfd;
 	if (min >= range) {
 		fds_refuse("%s asked for a descriptor from %d on, above the %d stasis keeps for "
@@ -245,9 +246,9 @@ int fds_duplicated(int oldfd, int newfd, int min, const char *call)
 		return newfd;
 	}
 	if (oldfd >= 0 && oldfd < 3)
-		return place(newfd, min, next_desc++, oldfd);
+		return place(newfd, min, next_desc++, oldfd, &st);
 	if (old && old->state == SLOT_PROGRAM)
-		return place(newfd, min, old->desc, old->std_of);
+		return place(newfd, min, old->desc, old->std_of, &st);
 	fds_refuse("%s of descriptor %d, which stasis did not see the program open", call, oldfd);
 	return newfd;
 }
@@ -396,6 +397,11 @@ void fds_checkpoint_sizes(uint64_t id, const uint64_t *dev, const uint64_t *ino,
 		c->f[i].ino = ino[i];
 		c->f[i].size = size[i];
 	}
+}
+
+bool fds_watching(void)
+{
+	return sizes[0].n || sizes[1].n;
 }
 
 /* The length of the file (dev, ino) at the newest committed checkpoint, if

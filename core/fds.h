@@ -70,6 +70,8 @@ void fds_reclaim(int fd);
 /* fd (the program's) now names another file (freopen kept its number). */
 void fds_reopened(int fd, const char *call);
 
+/* Whether a checkpoint holds written files (else no write needs a look). */
+bool fds_watching(void);
 /* Writes that would change bytes a checkpoint holds (below the length the
  * file had at the newest checkpoint): a restart cannot undo them, so
  * checkpoints stop and the checkpoints before are marked unusable.

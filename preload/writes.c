@@ -30,11 +30,11 @@ static inline bool program_call(uintptr_t caller)
 	       regions_app_code(caller);
 }
 
-/* A descriptor of the program's range: only those can be written in place
- * under a checkpoint. */
+/* A descriptor of the program's range, while a checkpoint holds written
+ * files: only then can a write change what a checkpoint holds. */
 static inline bool in_range(int fd)
 {
-	return fd >= 3 && fd < fds_range();
+	return fd >= 3 && fd < fds_range() && fds_watching();
 }
 
 /* A stream open for writing put elsewhere: its next writes land there. */
@@ -43,7 +43,7 @@ EXPORT int fseek(FILE *fp, long offset, int whence)
 	REAL(fseek);
 	int ret = real(fp, offset, whence);
 
-	if (!ret && program_call(CALLER))
+	if (!ret && fds_watching() && program_call(CALLER))
 		fds_stream_positioned(fp);
 	return ret;
 }
@@ -53,7 +53,7 @@ EXPORT int fseeko(FILE *fp, off_t offset, int whence)
 	REAL(fseeko);
 	int ret = real(fp, offset, whence);
 
-	if (!ret && program_call(CALLER))
+	if (!ret && fds_watching() && program_call(CALLER))
 		fds_stream_positioned(fp);
 	return ret;
 }
@@ -63,7 +63,7 @@ EXPORT int fseeko64(FILE *fp, off64_t offset, int whence)
 	REAL(fseeko64);
 	int ret = real(fp, offset, whence);
 
-	if (!ret && program_call(CALLER))
+	if (!ret && fds_watching() && program_call(CALLER))
 		fds_stream_positioned(fp);
 	return ret;
 }
@@ -73,7 +73,7 @@ EXPORT int fsetpos(FILE *fp, const fpos_t *pos)
 	REAL(fsetpos);
 	int ret = real(fp, pos);
 
-	if (!ret && program_call(CALLER))
+	if (!ret && fds_watching() && program_call(CALLER))
 		fds_stream_positioned(fp);
 	return ret;
 }
@@ -83,7 +83,7 @@ EXPORT int fsetpos64(FILE *fp, const fpos64_t *pos)
 	REAL(fsetpos64);
 	int ret = real(fp, pos);
 
-	if (!ret && program_call(CALLER))
+	if (!ret && fds_watching() && program_call(CALLER))
 		fds_stream_positioned(fp);
 	return ret;
 }
@@ -92,7 +92,7 @@ EXPORT void rewind(FILE *fp)
 {
 	REAL(rewind);
 	real(fp);
-	if (program_call(CALLER))
+	if (fds_watching() && program_call(CALLER))
 		fds_stream_positioned(fp);
 }
 
