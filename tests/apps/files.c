@@ -9,7 +9,8 @@
  *   - writes a record per iteration to its data file files.data.<rank>
  *     (pwrite at the record's offset) and reads back, through a duplicate
  *     of that descriptor, the record of half as many iterations ago (pread);
- *   - writes progress to /dev/null and keeps its directory open;
+ *   - writes progress to /dev/null, keeps its directory open (a descriptor
+ *     and a directory stream, read again at the end);
  *   - folds what it read into its state; an MPI_Allreduce ends each
  *     iteration (the safe point).
  * At the end rank 0 prints the answer through a stream on a duplicate of
@@ -138,6 +139,7 @@ int main(int argc, char **argv)
 	double *x, sum, total = 0;
 	uint64_t h = HASH_START, logb = 0, datab = 0, all[2];
 	FILE *in, *log, *answer;
+	DIR *listing;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--early"))
@@ -181,9 +183,10 @@ int main(int argc, char **argv)
 	back = dup(data);
 	null = open("/dev/null", O_WRONLY);
 	dir = open(".", O_RDONLY | O_DIRECTORY);
+	listing = opendir(".");
 	out = dup(1);
 	answer = out >= 0 ? fdopen(out, "w") : NULL;
-	if (data < 0 || back < 0 || null < 0 || dir < 0 || !answer)
+	if (data < 0 || back < 0 || null < 0 || dir < 0 || !listing || !answer)
 		die("cannot open the data file, /dev/null, the directory or a stream");
 	if (refuse)
 		make_refused(refuse);
@@ -227,6 +230,10 @@ int main(int argc, char **argv)
 		total += v;
 	}
 	fflush(log);
+	/* The directory stream still reads its directory. */
+	rewinddir(listing);
+	if (!readdir(listing) || closedir(listing))
+		die("the directory stream no longer reads");
 	logb = file_size(dir, logname);
 	datab = file_size(dir, dataname);
 	h = hash_mix(h, &total, sizeof(total));
