@@ -7,6 +7,7 @@
 
 #include "checkpoint.h"
 #include "fault.h"
+#include "fds.h"
 #include "flush.h"
 #include "image.h"
 #include "log.h"
@@ -101,8 +102,8 @@ static void write_shadow(struct session *s, struct image_header *hdr,
  * of an incremental image) and the same regions saved whole. Runtime
  * globals, as `captured`: a retry after making room reuses them. */
 static struct region regions[MAX_REGIONS];
-/* + MPI, where, signals, maps */
-static struct image_region out[MAX_REGIONS + 4], whole[MAX_REGIONS + 4];
+/* + MPI, files, where, signals, maps */
+static struct image_region out[MAX_REGIONS + 5], whole[MAX_REGIONS + 5];
 static int nout;
 
 /* Collect the application's memory and agree whether an incremental image
@@ -115,8 +116,8 @@ static int prepare_image(struct session *s, bool *incremental, char *err, size_t
 	int n =
 	    fault_hit(FAULT_FAIL_COLLECT) ? -EIO : regions_collect(regions, MAX_REGIONS, sp - 256);
 	bool mine = false;
-	void *mpi_state;
-	size_t mpi_len;
+	void *mpi_state, *files;
+	size_t mpi_len, files_len;
 
 	nout = 0;
 	if (n < 0) {
@@ -126,12 +127,17 @@ static int prepare_image(struct session *s, bool *incremental, char *err, size_t
 		 * memory is put back (mpi/state.h). */
 		int ret = mpi_state_save(&mpi_state, &mpi_len, err, errlen);
 
+		/* The program's open files: opened again by a restart (fds.h). */
+		if (!ret)
+			ret = fds_save(captured.ckpt_id, &files, &files_len, err, errlen);
 		if (ret) {
 			n = ret;
 		} else {
 			mine = tracking_prepare(s, regions, n, out) && s->last_id;
 			out[n++] =
 			    (struct image_region){(uintptr_t)mpi_state, mpi_len, REGION_MPI, NULL};
+			out[n++] =
+			    (struct image_region){(uintptr_t)files, files_len, REGION_FILES, NULL};
 			/* Not memory: carried whole in every image, for
 			 * stasis-inspect. */
 			if (where_capture(&out[n]))

@@ -15,7 +15,8 @@
  * Version 4: the saved state lost a counter, the MPI region carries
  * requests and drained messages (issue 8), and REGION_WHERE holds the
  * program's stack (issue 12), and stasis_hash the build of stasis.
- * Version 5: REGION_SIGNALS (signals, timers) and REGION_MAPS (protections, mapping kinds).
+ * Version 5: REGION_FILES (open files, stdio streams), REGION_SIGNALS
+ * (signals, timers) and REGION_MAPS (protections, mapping kinds): issue 9.
  */
 #ifndef STASIS_FORMAT_H
 #define STASIS_FORMAT_H
@@ -41,6 +42,7 @@ enum region_kind {
 	 * written into the address space, never incremental. */
 	REGION_MPI = 4,	    /* the program's MPI objects (mpi/state.h); addr is 0 */
 	REGION_WHERE = 5,   /* where the checkpoint was taken: struct where_record */
+	REGION_FILES = 6,   /* the program's descriptors and streams: struct files_header */
 	REGION_SIGNALS = 7, /* signal dispositions and timers: struct signals_record */
 	REGION_MAPS = 8,    /* protections, mapping kinds, objects: struct maps_record */
 };
@@ -172,6 +174,43 @@ struct maps_record {
 	uint32_t record_size, object_size, range_size, reserved;
 	uint32_t nobjects, nranges;
 	uint64_t stack_top; /* end of the [stack] mapping */
+};
+
+/* REGION_FILES: the program's open descriptors (core/fds.h): a struct
+ * files_header, nfiles struct file_record, nstreams u64 addresses of the
+ * program's stdio streams (FILE structures in the arena, in libc's list
+ * order), then the paths the records point into. */
+#define STASIS_FILES_MAGIC "STASISFD"
+#define STASIS_FILES_VERSION 1u
+
+enum file_kind {
+	FILE_REGULAR = 1,   /* opened again by path, cut back or checked */
+	FILE_DIRECTORY = 2, /* opened again by path, the same directory */
+	FILE_DEVICE = 3,    /* /dev/null and the like: opened again by path */
+	FILE_STANDARD = 4,  /* a duplicate of descriptor 0, 1 or 2 (rdev) */
+};
+
+struct files_header {
+	char magic[8]; /* STASIS_FILES_MAGIC */
+	uint32_t version;
+	uint32_t range; /* descriptors [3, range) were the program's */
+	uint32_t nfiles;
+	uint32_t nstreams;
+	uint64_t bytes; /* used, this header included */
+};
+
+struct file_record {
+	int32_t fd;	   /* the descriptor */
+	uint32_t desc;	   /* open file description: shared by duplicates */
+	uint32_t kind;	   /* enum file_kind */
+	uint32_t flags;	   /* fcntl F_GETFL: access mode, O_APPEND, ... */
+	uint32_t fd_flags; /* fcntl F_GETFD: FD_CLOEXEC */
+	uint32_t path_len;
+	uint64_t path_offset; /* from the header's start */
+	uint64_t offset;      /* the description's position */
+	uint64_t size;	      /* st_size */
+	uint64_t dev, ino, rdev;
+	int64_t mtime_sec, mtime_nsec;
 };
 
 /* Commit record <dir>/ckpt-<id>.r<rank>.done : written after every rank has

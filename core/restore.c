@@ -9,6 +9,7 @@
 #include "arena.h"
 #include "checkpoint.h"
 #include "fault.h"
+#include "fds.h"
 #include "flush.h"
 #include "interval_auto.h"
 #include "image.h"
@@ -160,6 +161,7 @@ static void jump_into_image(void)
 	restore_read_stacks(chain, nchain);
 	arena_finish_restore();
 	maps_apply();
+	fds_relink_streams();
 	stasis_depth = target.depth;
 	checkpoint_prepare_resume(target_id);
 	/* Frames restored from the image carry the old process's stack canary;
@@ -315,6 +317,8 @@ int restore_latest(struct session *s)
 	double t0 = monotonic(), t1;
 	bool heavy = false, local;
 	int v, worst;
+	const void *files;
+	size_t files_len;
 
 	cand = allreduce_max(s, newest_committed_below(s, UINT64_MAX));
 	flushed = flush_complete_below(s, UINT64_MAX);
@@ -396,6 +400,10 @@ int restore_latest(struct session *s)
 	cand = id;
 	target_id = cand;
 	complete_records(s);
+	/* Every file checked before anything is cut back or replayed. */
+	files = restore_read_kept(&chain[0], REGION_FILES, &files_len);
+	if (fds_restart_check(s, cand, files, files_len))
+		return -EINVAL;
 	if (verify_process(s, cand) || replay_mpi(s, cand))
 		return -EINVAL;
 	/* From here memory is overwritten: a failure stops the process. */
@@ -405,6 +413,8 @@ int restore_latest(struct session *s)
 		       (unsigned long long)cand, why);
 		return -EIO;
 	}
+	if (fds_restart_apply(s))
+		return -EIO;
 	pr_debug("checkpoint %llu: chain of %d image(s) verified and MPI objects made in %.0f ms, "
 		 "memory put back in %.0f ms",
 		 (unsigned long long)cand, nchain, (t1 - t0) * 1e3, (monotonic() - t1) * 1e3);

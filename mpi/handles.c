@@ -72,6 +72,8 @@ void *vh_null(enum vh_kind k)
 		return MPI_ERRHANDLER_NULL;
 	case VH_INFO:
 		return MPI_INFO_NULL;
+	case VH_FILE:
+		return MPI_FILE_NULL;
 	default:
 		return NULL;
 	}
@@ -94,6 +96,8 @@ void *vh_real_f2c(enum vh_kind k, MPI_Fint f)
 		return PMPI_Errhandler_f2c(f);
 	case VH_INFO:
 		return PMPI_Info_f2c(f);
+	case VH_FILE:
+		return PMPI_File_f2c(f);
 	default:
 		return (void *)(intptr_t)f;
 	}
@@ -116,6 +120,8 @@ MPI_Fint vh_real_c2f(enum vh_kind k, void *real)
 		return PMPI_Errhandler_c2f(real);
 	case VH_INFO:
 		return PMPI_Info_c2f(real);
+	case VH_FILE:
+		return PMPI_File_c2f(real);
 	default:
 		return (MPI_Fint)(intptr_t)real;
 	}

@@ -34,6 +34,7 @@ enum vh_kind {
 	VH_ERRHANDLER,
 	VH_INFO,
 	VH_KEYVAL,
+	VH_FILE,
 	VH_NKINDS
 };
 

@@ -326,11 +326,33 @@ static void destroy(struct mpi_record *rec, struct mpi_record ***gone, size_t *n
 	(*gone)[(*ngone)++] = rec;
 }
 
+/* Called with the lock held, which it releases: destroy rec (a freed
+ * record nobody needs) and release the handles of every record that goes
+ * with it. */
+static void drop_locked(struct mpi_record *rec)
+{
+	struct mpi_record **gone, *small[8];
+	size_t ngone = 0, cap = count + 1;
+
+	gone = cap <= 8 ? small : malloc(cap * sizeof(*gone));
+	if (!gone) {
+		vh_unlock();
+		return; /* kept as a freed record: harmless */
+	}
+	destroy(rec, &gone, &ngone);
+	vh_unlock();
+	for (size_t i = 0; i < ngone; i++) {
+		vh_release(gone[i]->kind, vh_value(gone[i]->kind, gone[i]->index));
+		rec_discard(gone[i]);
+	}
+	if (gone != small)
+		free(gone);
+}
+
 void rec_object_freed(enum vh_kind k, void *v)
 {
 	struct vh_entry *e = vh_entry(k, v);
-	struct mpi_record *rec, **gone, *small[8];
-	size_t ngone = 0, cap;
+	struct mpi_record *rec;
 
 	if (!e)
 		return;
@@ -354,20 +376,25 @@ void rec_object_freed(enum vh_kind k, void *v)
 		vh_zombie(k, v);
 		return;
 	}
-	cap = count + 1;
-	gone = cap <= 8 ? small : malloc(cap * sizeof(*gone));
-	if (!gone) {
-		vh_unlock();
-		return; /* kept as a freed record: harmless */
-	}
-	destroy(rec, &gone, &ngone);
+	drop_locked(rec);
+}
+
+void rec_pin(struct mpi_record *rec)
+{
+	vh_lock();
+	rec->deps++;
 	vh_unlock();
-	for (size_t i = 0; i < ngone; i++) {
-		vh_release(gone[i]->kind, vh_value(gone[i]->kind, gone[i]->index));
-		rec_discard(gone[i]);
+}
+
+void rec_unpin(struct mpi_record *rec)
+{
+	vh_lock();
+	if (--rec->deps || !(rec->flags & REC_FREED) || rec->kind == VH_ERRHANDLER ||
+	    rec->kind == VH_KEYVAL) {
+		vh_unlock();
+		return;
 	}
-	if (gone != small)
-		free(gone);
+	drop_locked(rec);
 }
 
 struct mpi_record *rec_first(void)

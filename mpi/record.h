@@ -99,6 +99,11 @@ void rec_attach(struct mpi_record *rec, void *v);
  * record, or keep it as a freed one while others need it; the virtual
  * handle goes with the record. */
 void rec_object_freed(enum vh_kind k, void *v);
+/* Keep rec (and the records it needs) while something that is not a record
+ * uses its object: a file's view uses its datatypes after the program may
+ * have freed them. rec_unpin lets it go, with its handle once freed. */
+void rec_pin(struct mpi_record *rec);
+void rec_unpin(struct mpi_record *rec);
 /* Drop a record that was made but never attached. */
 void rec_discard(struct mpi_record *rec);
 

@@ -12,6 +12,7 @@
 #include "format.h"
 #include "log.h"
 #include "memory.h"
+#include "mpiio.h"
 #include "record.h"
 #include "requests.h"
 #include "snapshot.h"
@@ -82,6 +83,13 @@ int mpi_state_save(void **data, size_t *len, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot record the state of MPI objects: %s",
 			 ret == -ENOENT ? "an error handler stasis did not see made is in use"
 					: strerror(-ret));
+		goto out;
+	}
+	/* Open MPI files: their records get their sizes, views, pointers. */
+	ret = mpiio_refresh();
+	if (ret) {
+		snprintf(err, errlen, "cannot record the state of open MPI files: %s",
+			 ret == -ENOENT ? "one was deleted" : strerror(-ret));
 		goto out;
 	}
 	rb_put(&b, &h, sizeof(h));
@@ -199,6 +207,8 @@ static int replay_one(struct mpi_record *rec, void **real, uint32_t *flags, char
 		return ret;
 	case VH_REQUEST:
 		return mpi_replay_call(rec, real, flags);
+	case VH_FILE:
+		return mpiio_replay(rec, (MPI_File *)real, why, len);
 	default:
 		return -EBADMSG;
 	}
@@ -298,7 +308,8 @@ static int replay_records(struct rec_reader *r, uint32_t n, char *why, size_t wh
 		if (!err && rec->kind == VH_REQUEST)
 			err = mpi_req_replayed(rec, vh_value(VH_REQUEST, rec->index));
 		if (err) {
-			if (!ret)
+			/* The replay of a file may have said why already. */
+			if (!ret && !why[0])
 				snprintf(why, whylen,
 					 "cannot make the MPI object of record %llu again: %s",
 					 (unsigned long long)rec->seq, strerror(-err));
@@ -341,6 +352,9 @@ int mpi_state_replay(const void *data, size_t len, char *why, size_t whylen)
 			snprintf(why, whylen, "cannot put back the state of MPI objects: %s",
 				 strerror(-ret));
 	}
+	/* Before the program's freed datatypes are freed again: views need them. */
+	if (!ret)
+		ret = mpiio_apply(why, whylen);
 	if (!ret) {
 		ret = mpi_req_load(&r);
 		if (!ret)

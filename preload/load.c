@@ -2,15 +2,20 @@
  * an MPI rank to checkpoint, make sure its address layout is the fixed one,
  * and reserve the application arena before anything else maps there. */
 #define LOG_PREFIX ""
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/personality.h>
 #include <unistd.h>
 
 #include "arena.h"
+#include "fds.h"
 #include "handles.h"
 #include "log.h"
+#include "preload.h"
 #include "regions.h"
 #include "session.h"
 
@@ -59,7 +64,9 @@ static void ensure_fixed_layout(void)
 	stasis_active = false;
 }
 
-__attribute__((constructor)) static void stasis_load(void)
+bool stasis_loaded;
+
+static void load(void)
 {
 	int ret;
 
@@ -74,9 +81,61 @@ __attribute__((constructor)) static void stasis_load(void)
 		ret = vh_init();
 	if (!ret)
 		ret = regions_init();
+	if (!ret && fds_init())
+		pr_warn("cannot reserve descriptors for the program: its open files are not "
+			"restored, and files it opens switch checkpoints off");
 	if (ret) {
 		pr_warn("cannot reserve the application arena at %#lx: %s; checkpoints are off",
 			(unsigned long)STASIS_ARENA_BASE, strerror(-ret));
 		stasis_active = false;
 	}
+}
+
+/* Whether pc is ld.so's code, found from its ELF header (AT_BASE): no lock,
+ * no allocation, usable while ld.so itself is still loading. */
+static bool in_loader(uintptr_t pc)
+{
+	static uintptr_t start, end;
+
+	if (!end) {
+		const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)getauxval(AT_BASE);
+		const ElfW(Phdr) * ph;
+
+		if (!eh)
+			return false;
+		ph = (const ElfW(Phdr) *)((uintptr_t)eh + eh->e_phoff);
+		start = UINTPTR_MAX;
+		for (int i = 0; i < eh->e_phnum; i++) {
+			if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
+				continue;
+			if ((uintptr_t)eh + ph[i].p_vaddr < start)
+				start = (uintptr_t)eh + ph[i].p_vaddr;
+			if ((uintptr_t)eh + ph[i].p_vaddr + ph[i].p_memsz > end)
+				end = (uintptr_t)eh + ph[i].p_vaddr + ph[i].p_memsz;
+		}
+	}
+	return pc >= start && pc < end;
+}
+
+/* libstasis.so is preloaded, yet ld.so runs the constructors of the
+ * executable's own libraries before its own (they are loaded first), and
+ * those allocate: libgfortran makes its preconnected units there, C++
+ * libraries their static objects. Such memory must be the application's
+ * from the start (libgfortran links later units to those structures), so
+ * the first allocation that is not ld.so's own sets stasis up, from
+ * whichever constructor makes it. */
+void stasis_load_early(uintptr_t caller)
+{
+	static bool loading;
+
+	if (stasis_loaded || loading || in_loader(caller))
+		return;
+	loading = true;
+	load();
+	stasis_loaded = true;
+}
+
+__attribute__((constructor)) static void stasis_load(void)
+{
+	stasis_load_early(0);
 }

@@ -193,16 +193,6 @@ EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct times
 	return real(set, info, timeout);
 }
 
-EXPORT int signalfd(int fd, const sigset_t *mask, int flags)
-{
-	static int (*real)(int, const sigset_t *, int);
-
-	WAITS(mask, "signalfd");
-	if (!real)
-		real = (int (*)(int, const sigset_t *, int))stasis_next_symbol("signalfd");
-	return real(fd, mask, flags);
-}
-
 EXPORT int timer_create(clockid_t clock, struct sigevent *sev, timer_t *id)
 {
 	static int (*real)(clockid_t, struct sigevent *, timer_t *);

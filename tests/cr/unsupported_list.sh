@@ -10,10 +10,10 @@ source "$(dirname "$0")/../lib/cr.sh"
 cr_setup
 list=$CR_TMP/list
 "$CR_STASIS_RUN" --unsupported >"$list" || cr_fail "stasis-run --unsupported exited with $?"
-for call in MPI_Comm_spawn MPI_Win_create MPI_T_init_thread; do
+for call in MPI_Comm_spawn MPI_Win_create MPI_File_iwrite_at MPI_T_init_thread; do
 	grep -qx "  $call" "$list" || cr_fail "$call is not listed"
 done
-for call in MPI_Comm_split MPI_Type_create_struct MPI_Send_init MPI_Op_create; do
+for call in MPI_Comm_split MPI_Type_create_struct MPI_Send_init MPI_Op_create MPI_File_open; do
 	if grep -qx "  $call" "$list"; then
 		cr_fail "$call is listed, but stasis restores it"
 	fi

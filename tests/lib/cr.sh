@@ -50,6 +50,8 @@ cr_default_args() {
 	tramp) echo "65536 3000" ;;
 	uselib) echo "4096 2000" ;;
 	phases) echo "8 200" ;;
+	files | files_f) echo "4096 20000" ;;
+	mpiio) echo "64 6000" ;;
 	*) echo "" ;;
 	esac
 }

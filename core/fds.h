@@ -1,0 +1,144 @@
+/* The program's open descriptors (issue 9, DESIGN.md section 10 "the rest
+ * of a process"): which descriptors are the program's, where they live,
+ * and what a checkpoint must know to open them again.
+ *
+ * A restart is a new process whose MPI_Init opens dozens of descriptors of
+ * its own (sockets, shared memory, PMIx), lazily and through libc-internal
+ * calls nobody can interpose: a number the program held in the first run
+ * may be the runtime's in the restart. So the numbers are split, as memory
+ * is: when libstasis.so loads, before anything else runs, every free
+ * descriptor in [3, range) is filled with a placeholder (a duplicate of
+ * a read-only /dev/null). The kernel hands out the lowest free number, so from then on
+ * every descriptor the runtime opens lands at range or above, in the first
+ * run and in the restart alike; every descriptor the program opens (the
+ * calls of preload/files.c, decided as for allocations: main thread,
+ * outside stasis's wrappers, called from application code) is moved onto a
+ * placeholder's number, the lowest one free, and a close puts the
+ * placeholder back (atomically, with dup3, so that a runtime thread can
+ * never be handed the number in between). Descriptors 0, 1, 2 are the
+ * launcher's and stay so.
+ *
+ * All of this runs on the program's main thread only (the interposed calls
+ * of other threads are the runtime's and pass through): no lock. */
+#ifndef STASIS_FDS_H
+#define STASIS_FDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+struct session;
+
+#define FDS_RANGE_MAX 256
+
+/* When libstasis.so loads in an MPI rank (after the arena): fill the
+ * range with placeholders. 0 or -errno (then nothing is tracked). */
+int fds_init(void);
+/* Descriptors [3, fds_range()) are the program's; 0 before fds_init. */
+int fds_range(void);
+/* A restart's program before its checkpoint is put back: its opens must
+ * not truncate or exclude (the files are the checkpoint's, and will be
+ * cut back to their lengths there). */
+bool fds_before_restore(void);
+
+/* The program's side (preload/files.c), each on the result of the real
+ * call, returning the descriptor the program gets: */
+/* fd is a new open file description (open, creat, fopen, mkstemp,
+ * opendir); flags are its open flags when known (0 otherwise). */
+int fds_opened(int fd, int flags, const char *call);
+/* newfd, which the kernel chose, is a duplicate of oldfd (dup, fcntl
+ * F_DUPFD): moved to the lowest free number >= min in the range. */
+int fds_duplicated(int oldfd, int newfd, int min, const char *call);
+/* Before dup2/dup3(oldfd, newfd): refuses what cannot be restored (a
+ * standard descriptor replaced, a number above the range). After it
+ * succeeded: fds_duplicated_to. */
+void fds_dup_to_check(int oldfd, int newfd, const char *call);
+void fds_duplicated_to(int oldfd, int newfd);
+/* The program closes fd: true when handled here (*ret is close's result),
+ * false to call the real close. */
+bool fds_close(int fd, int *ret);
+/* Take fd out of the program's hands before libc closes it internally
+ * (fclose, closedir): the number gets its placeholder back now, and the
+ * returned descriptor (a duplicate above the range, or fd itself when it
+ * is not the program's) is the one libc may close. */
+int fds_release(int fd);
+/* Something closed the program's fd behind stasis's back (a failed
+ * freopen, fcloseall): put the placeholder back if the number is free. */
+void fds_reclaim(int fd);
+/* fd (the program's) now names another file (freopen kept its number). */
+void fds_reopened(int fd, const char *call);
+
+/* Whether a checkpoint holds written files (else no write needs a look). */
+bool fds_watching(void);
+/* Writes that would change bytes a checkpoint holds (below the length the
+ * file had at the newest checkpoint): a restart cannot undo them, so
+ * checkpoints stop and the checkpoints before are marked unusable.
+ * offset < 0: at the descriptor's position. */
+void fds_will_write(int fd, int64_t offset);
+/* ftruncate / fallocate that cut or punch below that length. */
+void fds_will_cut(int fd, int64_t from);
+void fds_will_cut_path(const char *path, int64_t from);
+/* The program is about to change bytes below the length its file path had
+ * at checkpoint id (at byte at): that checkpoint, and the ones before, can
+ * no longer be put back as they were. Says so, stops checkpoints, and
+ * leaves a mark the restart reads (fds_restart_check); once. */
+void fds_mark_overwritten(const char *path, int64_t at, uint64_t size, uint64_t id);
+/* A stdio stream open for writing was positioned (fseek, rewind, ...):
+ * its later writes land there, unseen. */
+void fds_stream_positioned(FILE *fp);
+
+/* Refuse, once, state the program made that stasis cannot restore
+ * (session_unsupported with a formatted name). */
+void fds_refuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* --- checkpoint and restart (fds_image.c) ------------------------------- */
+
+/* At a checkpoint (checkpoint id): the program's descriptors and stdio
+ * streams, serialised into page-aligned runtime memory kept until the next
+ * call (*len a page multiple). 0, or -errno with err naming what cannot
+ * be restored (a deleted file, a stream on a descriptor stasis did not
+ * see opened): that checkpoint fails, the run goes on. */
+int fds_save(uint64_t id, void **data, size_t *len, char *err, size_t errlen);
+
+/* Restart of checkpoint id, collective: check that every file the image
+ * names can be opened again as it was (read-only files unchanged, written
+ * ones no shorter, the same files, the numbers free) and open them,
+ * touching nothing. On failure one rank prints the line naming the cause
+ * and every rank returns -errno. data NULL: the image has no descriptors. */
+int fds_restart_check(struct session *s, uint64_t id, const void *data, size_t len);
+/* Then, before the memory is put back: cut written files back to their
+ * lengths, put every descriptor at its number with its offset, take the
+ * restart's own streams out of libc's list. Collective; 0 or -errno after
+ * one rank said why. */
+int fds_restart_apply(struct session *s);
+/* Right after the memory is back (on the temporary stack): the program's
+ * stdio streams go back into libc's list of open streams, so that
+ * fflush(NULL) and exit() flush them. */
+void fds_relink_streams(void);
+
+/* fds_image.c's access to the table (fds.c). */
+enum fds_slot_state { SLOT_OTHER = 0, SLOT_RESERVED, SLOT_PROGRAM };
+struct fds_slot {
+	uint8_t state;	   /* enum fds_slot_state */
+	int8_t std_of;	   /* a duplicate of descriptor 0, 1 or 2; -1 if not */
+	uint32_t desc;	   /* open file description: shared by duplicates */
+	uint64_t dev, ino; /* of the file, when it was opened */
+};
+const struct fds_slot *fds_slot(int fd);
+/* Install a restored descriptor: k (open, above the range) becomes fd; k
+ * is closed. 0 or -errno. */
+int fds_install(int k, int fd, uint32_t desc, int std_of, bool cloexec);
+/* Give back every number the program holds (a restart's own opens before
+ * its checkpoint is put back). */
+void fds_release_all(void);
+uint32_t fds_new_desc(void);
+void fds_set_restored(void);
+
+/* The lengths the program's written files had at a checkpoint, to see
+ * writes below them (the newest two checkpoints: one may not commit). */
+void fds_checkpoint_sizes(uint64_t id, const uint64_t *dev, const uint64_t *ino,
+			  const uint64_t *size, int n);
+
+#endif

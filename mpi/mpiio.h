@@ -1,0 +1,52 @@
+/* MPI-IO files (issue 9): a file handle is virtual like the other handles,
+ * recorded by how it was opened (the communicator, the file's absolute
+ * name, the access mode, the hints) and, at every checkpoint, by its
+ * state: its size, inode and modification time, its view (displacement,
+ * etype, filetype, data representation), the individual and shared file
+ * pointers, atomicity and error handler. A restart checks the file as it
+ * checks the program's other files (core/fds.h: read-only ones unchanged,
+ * written ones no shorter, the same inode), opens it again collectively
+ * on the same processes, cuts it back to its size, and puts view and
+ * pointers back under the same handle.
+ *
+ * Each file gets a duplicate of its communicator (a communicator of
+ * stasis's, recorded like the program's): its collectives are counted on
+ * that communicator's clock, so that the coordinator never stops a rank
+ * while another is inside one of them (coord.h), whatever the program
+ * does with the communicator it opened the file on. The datatypes of a
+ * view stay recorded while the view uses them (rec_pin), even once the
+ * program freed them. */
+#ifndef STASIS_MPI_MPIIO_H
+#define STASIS_MPI_MPIIO_H
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "record.h"
+
+/* The communicator the collectives on file v are counted on (virtual), or
+ * MPI_COMM_NULL for a handle stasis does not know. */
+MPI_Comm mpiio_comm(MPI_File v);
+
+/* Before a write to v (fwrite= of calls.def): at explicit offset (in
+ * etypes of the view), or at the individual or shared file pointer; and
+ * before v's size is set. A write below the file's size at the newest
+ * checkpoint is one a restart could not undo (core/fds.h). */
+void mpiio_will_write_at(MPI_File v, MPI_Offset offset);
+void mpiio_will_write(MPI_File v, bool shared);
+void mpiio_will_cut(MPI_File v, MPI_Offset size);
+
+/* At a checkpoint, before the records are written: every open file's
+ * record gets its current state. 0 or -errno. */
+int mpiio_refresh(void);
+
+/* Replay of a file's record: check the file and open it again, collective
+ * over its communicator (a rank whose check fails sets why; every member
+ * then returns -ESTALE without opening). */
+int mpiio_replay(struct mpi_record *rec, MPI_File *real, char *why, size_t len);
+/* Once every record is replayed: sizes, views, pointers, atomicity and
+ * error handlers back, in record order (collective per file). */
+int mpiio_apply(char *why, size_t len);
+
+#endif

@@ -1,0 +1,255 @@
+/* files: an MPI program that keeps files open all run long, as simulation
+ * codes do (issue 9): a checkpoint/restart test subject that knows nothing
+ * of stasis. Every rank, in its current directory,
+ *   - reads one line per iteration from the input files.in (a FILE* with a
+ *     small buffer, so that its descriptor's offset moves as it goes; at
+ *     the end of the file it starts again);
+ *   - appends a line per iteration to its log files.log.<rank> (emptied at
+ *     start, then opened with fopen "a");
+ *   - writes a record per iteration to its data file files.data.<rank>
+ *     (pwrite at the record's offset) and reads back, through a duplicate
+ *     of that descriptor, the record of half as many iterations ago (pread);
+ *   - writes progress to /dev/null, keeps its directory open (a descriptor
+ *     and a directory stream, read again at the end);
+ *   - folds what it read into its state; an MPI_Allreduce ends each
+ *     iteration (the safe point).
+ * At the end rank 0 prints the answer through a stream on a duplicate of
+ * standard output that it never closes (exit() must flush it).
+ *
+ *   files [N [ITERS]] [--early] [--refuse KIND] [--overwrite]
+ *
+ *   --early      open the data file (O_TRUNC) before MPI_Init
+ *   --refuse K   make, right after MPI_Init, something stasis cannot
+ *                restore and keep it: pipe socket socketpair eventfd epoll
+ *                timerfd signalfd memfd inotify fifo device tmpfile popen
+ *                stdout (dup2 onto descriptor 1) deleted (a file unlinked
+ *                while open)
+ *   --overwrite  from the middle of the run on, rewrite record 0 of the
+ *                data file in place every iteration
+ *
+ * Output (rank 0, stdout):
+ *   files: n=<N> iters=<ITERS> checksum=<16 hex> log=<bytes> data=<bytes>
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <mpi.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "hash.h"
+
+#define RECORD 256
+
+static int rank;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "files[%d]: %s\n", rank, what);
+	MPI_Abort(MPI_COMM_WORLD, 2);
+	exit(2);
+}
+
+/* Something stasis cannot restore, kept open to the end. */
+static void make_refused(const char *kind)
+{
+	int fds[2], fd = -1;
+	sigset_t set;
+	FILE *fp = NULL;
+	char name[64];
+
+	if (!strcmp(kind, "pipe")) {
+		if (pipe(fds))
+			die("pipe");
+	} else if (!strcmp(kind, "socket")) {
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+	} else if (!strcmp(kind, "socketpair")) {
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds))
+			die("socketpair");
+	} else if (!strcmp(kind, "eventfd")) {
+		fd = eventfd(0, 0);
+	} else if (!strcmp(kind, "epoll")) {
+		fd = epoll_create1(0);
+	} else if (!strcmp(kind, "timerfd")) {
+		fd = timerfd_create(CLOCK_MONOTONIC, 0);
+	} else if (!strcmp(kind, "signalfd")) {
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR2);
+		fd = signalfd(-1, &set, 0);
+	} else if (!strcmp(kind, "memfd")) {
+		fd = memfd_create("files", 0);
+	} else if (!strcmp(kind, "inotify")) {
+		fd = inotify_init1(0);
+	} else if (!strcmp(kind, "fifo")) {
+		snprintf(name, sizeof(name), "files.fifo.%d", rank);
+		unlink(name);
+		if (mkfifo(name, 0600))
+			die("mkfifo");
+		fd = open(name, O_RDWR); /* a FIFO opened both ways does not block */
+	} else if (!strcmp(kind, "device")) {
+		fd = open("/dev/ptmx", O_RDWR | O_NOCTTY);
+	} else if (!strcmp(kind, "tmpfile")) {
+		fp = tmpfile();
+		if (!fp)
+			die("tmpfile");
+	} else if (!strcmp(kind, "popen")) {
+		fp = popen("cat", "w");
+		if (!fp)
+			die("popen");
+	} else if (!strcmp(kind, "stdout")) {
+		fd = dup(1);
+		if (fd < 0 || dup2(fd, 1) != 1)
+			die("dup2");
+	} else if (!strcmp(kind, "deleted")) {
+		snprintf(name, sizeof(name), "files.deleted.%d", rank);
+		fd = open(name, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0 && unlink(name))
+			die("unlink");
+	} else {
+		die("unknown --refuse kind");
+	}
+	if (fd < 0 && !fp && strcmp(kind, "pipe") && strcmp(kind, "socketpair"))
+		die(kind);
+}
+
+static uint64_t file_size(int dirfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dirfd, name, &st, 0) ? 0 : (uint64_t)st.st_size;
+}
+
+int main(int argc, char **argv)
+{
+	long n = 4096, iters = 2000, pos = 0;
+	int size, data = -1, back, null, dir, early = 0, overwrite = 0, out;
+	const char *refuse = NULL;
+	char logname[64], dataname[64], line[256], record[RECORD], old[RECORD];
+	double *x, sum, total = 0;
+	uint64_t h = HASH_START, logb = 0, datab = 0, all[2];
+	FILE *in, *log, *answer;
+	DIR *listing;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--early"))
+			early = 1;
+		else if (!strcmp(argv[i], "--overwrite"))
+			overwrite = 1;
+		else if (!strcmp(argv[i], "--refuse") && i + 1 < argc)
+			refuse = argv[++i];
+		else if (pos == 0 && ++pos)
+			n = atol(argv[i]);
+		else if (pos == 1 && ++pos)
+			iters = atol(argv[i]);
+	}
+	if (early) {
+		/* Before MPI_Init the rank is not known yet: the launcher's is. */
+		const char *r = getenv("OMPI_COMM_WORLD_RANK");
+
+		snprintf(dataname, sizeof(dataname), "files.data.%s", r ? r : "0");
+		data = open(dataname, O_RDWR | O_CREAT | O_TRUNC, 0644);
+		if (data < 0)
+			return 2;
+	}
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (n < 1 || iters < 1)
+		die("usage: files [N [ITERS]] [--early] [--refuse KIND] [--overwrite]");
+
+	snprintf(logname, sizeof(logname), "files.log.%d", rank);
+	snprintf(dataname, sizeof(dataname), "files.data.%d", rank);
+	in = fopen("files.in", "r");
+	log = fopen(logname, "w");
+	if (log)
+		fclose(log);
+	log = fopen(logname, "a");
+	if (!in || !log)
+		die("cannot open files.in or the log");
+	setvbuf(in, NULL, _IOFBF, 64);
+	if (data < 0)
+		data = open(dataname, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	back = dup(data);
+	null = open("/dev/null", O_WRONLY);
+	dir = open(".", O_RDONLY | O_DIRECTORY);
+	listing = opendir(".");
+	out = dup(1);
+	answer = out >= 0 ? fdopen(out, "w") : NULL;
+	if (data < 0 || back < 0 || null < 0 || dir < 0 || !listing || !answer)
+		die("cannot open the data file, /dev/null, the directory or a stream");
+	if (refuse)
+		make_refused(refuse);
+
+	x = malloc(sizeof(*x) * n);
+	if (!x)
+		die("out of memory");
+	for (long i = 0; i < n; i++)
+		x[i] = (double)(i % 97) / 97.0 + rank;
+
+	for (long it = 0; it < iters; it++) {
+		double v;
+
+		if (!fgets(line, sizeof(line), in)) {
+			rewind(in);
+			if (!fgets(line, sizeof(line), in))
+				die("files.in is empty");
+		}
+		v = atof(line);
+		for (long i = 0; i < n; i++)
+			x[i] = 0.5 * x[i] + 0.25 * x[(i + 1) % n] + 1e-3 * v;
+		sum = 0;
+		for (long i = 0; i < n; i++)
+			sum += x[i];
+		fprintf(log, "it %ld in %.6g sum %.17g\n", it, v, sum);
+
+		memset(record, 0, sizeof(record));
+		snprintf(record, sizeof(record), "rank %d it %ld sum %.17g", rank, it, sum);
+		if (pwrite(data, record, RECORD, it * RECORD) != RECORD)
+			die("pwrite");
+		if (pread(back, old, RECORD, (it / 2) * RECORD) != RECORD)
+			die("pread");
+		h = hash_mix(h, old, RECORD);
+		x[it % n] += (double)(old[RECORD / 2] + strlen(old)) * 1e-9;
+		if (overwrite && it >= iters / 2 && pwrite(data, record, RECORD, 0) != RECORD)
+			die("pwrite in place");
+		if (write(null, record, 16) != 16)
+			die("write /dev/null");
+
+		MPI_Allreduce(&sum, &v, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		total += v;
+	}
+	fflush(log);
+	/* The directory stream still reads its directory. */
+	rewinddir(listing);
+	if (!readdir(listing) || closedir(listing))
+		die("the directory stream no longer reads");
+	logb = file_size(dir, logname);
+	datab = file_size(dir, dataname);
+	h = hash_mix(h, &total, sizeof(total));
+	all[0] = logb;
+	all[1] = datab;
+	MPI_Allreduce(MPI_IN_PLACE, all, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+	MPI_Allreduce(MPI_IN_PLACE, &h, 1, MPI_UINT64_T, MPI_BXOR, MPI_COMM_WORLD);
+	fclose(log);
+	close(data);
+	close(back);
+	fclose(in);
+	if (rank == 0)
+		fprintf(answer, "files: n=%ld iters=%ld checksum=%016llx log=%llu data=%llu\n", n,
+			iters, (unsigned long long)h, (unsigned long long)all[0],
+			(unsigned long long)all[1]);
+	free(x);
+	MPI_Finalize();
+	return 0; /* answer is flushed by exit() */
+}

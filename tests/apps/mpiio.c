@@ -1,0 +1,133 @@
+/* mpiio: an MPI program that does its I/O with MPI-IO, keeping its files
+ * open all run long (issue 9), a checkpoint/restart test subject that knows
+ * nothing of stasis. In its current directory:
+ *   - files.data.all, shared by every rank: rank 0 writes a header, then
+ *     every rank sets a view (a displacement past the header, MPI_DOUBLE,
+ *     a filetype interleaving the ranks' blocks, freed right after) and
+ *     each iteration writes its block with MPI_File_write_at_all and reads
+ *     back, with MPI_File_read_at_all, the block of half as many iterations
+ *     ago;
+ *   - files.in, read-only, opened by every rank: 16 bytes per iteration
+ *     through the individual file pointer (MPI_File_read), from the start
+ *     again at its end;
+ *   - files.log.<rank>, each rank's own (MPI_COMM_SELF): a line per
+ *     iteration through its individual file pointer (MPI_File_write);
+ * an MPI_Allreduce ends each iteration (the safe point).
+ *
+ *   mpiio [N [ITERS]] [--overwrite]
+ *
+ *   --overwrite  from the middle of the run on, rewrite the header of the
+ *                shared file every iteration (rank 0)
+ *
+ * Output (rank 0, stdout):
+ *   mpiio: n=<N> iters=<ITERS> checksum=<16 hex> size=<bytes of the shared file>
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+
+#define HEADER 64
+
+static void die(const char *what)
+{
+	fprintf(stderr, "mpiio: %s\n", what);
+	MPI_Abort(MPI_COMM_WORLD, 2);
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	long n = 512, iters = 2000, pos = 0;
+	int rank, size, overwrite = 0, got;
+	MPI_File data, in, log;
+	MPI_Datatype block;
+	MPI_Offset fsize;
+	MPI_Status st;
+	char name[64], line[128], bytes[16], header[HEADER];
+	double *x, *old, sum, total = 0;
+	uint64_t h = HASH_START;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--overwrite"))
+			overwrite = 1;
+		else if (pos == 0 && ++pos)
+			n = atol(argv[i]);
+		else if (pos == 1 && ++pos)
+			iters = atol(argv[i]);
+	}
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (n < 1 || iters < 1)
+		die("usage: mpiio [N [ITERS]] [--overwrite]");
+	x = malloc(sizeof(*x) * n);
+	old = malloc(sizeof(*old) * n);
+	if (!x || !old)
+		die("out of memory");
+	for (long i = 0; i < n; i++)
+		x[i] = (double)(i % 89) / 89.0 + rank;
+
+	if (MPI_File_open(MPI_COMM_WORLD, "files.data.all", MPI_MODE_CREATE | MPI_MODE_RDWR,
+			  MPI_INFO_NULL, &data) ||
+	    MPI_File_open(MPI_COMM_WORLD, "files.in", MPI_MODE_RDONLY, MPI_INFO_NULL, &in))
+		die("cannot open files.data.all or files.in");
+	snprintf(name, sizeof(name), "files.log.%d", rank);
+	if (MPI_File_open(MPI_COMM_SELF, name, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL,
+			  &log))
+		die("cannot open the log");
+	MPI_File_set_size(data, 0);
+	MPI_File_set_size(log, 0);
+	memset(header, 0, sizeof(header));
+	snprintf(header, sizeof(header), "mpiio n=%ld ranks=%d", n, size);
+	if (rank == 0)
+		MPI_File_write_at(data, 0, header, HEADER, MPI_CHAR, &st);
+	/* Each rank's n doubles of an iteration side by side. */
+	MPI_Type_vector(1, (int)n, (int)n * size, MPI_DOUBLE, &block);
+	MPI_Type_create_resized(block, 0, (MPI_Aint)(sizeof(double) * n * size), &block);
+	MPI_Type_commit(&block);
+	MPI_File_set_view(data, HEADER + (MPI_Offset)(sizeof(double) * n * rank), MPI_DOUBLE, block,
+			  "native", MPI_INFO_NULL);
+	MPI_Type_free(&block);
+
+	for (long it = 0; it < iters; it++) {
+		MPI_File_read(in, bytes, sizeof(bytes), MPI_CHAR, &st);
+		MPI_Get_count(&st, MPI_CHAR, &got);
+		if (got < (int)sizeof(bytes)) {
+			MPI_File_seek(in, 0, MPI_SEEK_SET);
+			MPI_File_read(in, bytes, sizeof(bytes), MPI_CHAR, &st);
+		}
+		h = hash_mix(h, bytes, sizeof(bytes));
+		for (long i = 0; i < n; i++)
+			x[i] = 0.5 * x[i] + 0.25 * x[(i + 1) % n] + 1e-3 * (bytes[i % 16] & 15);
+		if (MPI_File_write_at_all(data, it * n, x, (int)n, MPI_DOUBLE, &st) ||
+		    MPI_File_read_at_all(data, (it / 2) * n, old, (int)n, MPI_DOUBLE, &st))
+			die("write or read of the shared file");
+		h = hash_mix(h, old, sizeof(*old) * n);
+		sum = 0;
+		for (long i = 0; i < n; i++)
+			sum += x[i];
+		snprintf(line, sizeof(line), "it %ld sum %.17g\n", it, sum);
+		MPI_File_write(log, line, (int)strlen(line), MPI_CHAR, &st);
+		if (overwrite && rank == 0 && it >= iters / 2)
+			MPI_File_write_at(data, 0, header, 1, MPI_DOUBLE, &st);
+		MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		total += sum;
+	}
+	MPI_File_get_size(data, &fsize);
+	MPI_File_close(&log);
+	MPI_File_close(&in);
+	MPI_File_close(&data);
+	h = hash_mix(h, &total, sizeof(total));
+	MPI_Allreduce(MPI_IN_PLACE, &h, 1, MPI_UINT64_T, MPI_BXOR, MPI_COMM_WORLD);
+	if (rank == 0)
+		printf("mpiio: n=%ld iters=%ld checksum=%016llx size=%lld\n", n, iters,
+		       (unsigned long long)h, (long long)fsize);
+	free(x);
+	free(old);
+	MPI_Finalize();
+	return 0;
+}
