@@ -17,6 +17,7 @@
 #include "session.h"
 #include "space.h"
 #include "state.h"
+#include "threads.h"
 #include "tracking.h"
 #include "where.h"
 
@@ -99,8 +100,13 @@ static void write_shadow(struct session *s, struct image_header *hdr,
  * of an incremental image) and the same regions saved whole. Runtime
  * globals, as `captured`: a retry after making room reuses them. */
 static struct region regions[MAX_REGIONS];
-static struct image_region out[MAX_REGIONS + 2], whole[MAX_REGIONS + 2]; /* + MPI, + where */
+#define MAX_DATA_REGIONS 8 /* MPI, where, threads_save's */
+static struct image_region out[MAX_REGIONS + MAX_DATA_REGIONS],
+    whole[MAX_REGIONS + MAX_DATA_REGIONS];
 static int nout;
+/* threads_stop's result for this checkpoint, and why it failed. */
+static int stop_ret;
+static char stop_err[512];
 
 /* Collect the application's memory and agree whether an incremental image
  * is possible on every rank. Collective even for a rank that fails here
@@ -116,8 +122,19 @@ static int prepare_image(struct session *s, bool *incremental, char *err, size_t
 	size_t mpi_len;
 
 	nout = 0;
+	if (n >= 0 && stop_ret) {
+		snprintf(err, errlen, "%s", stop_err);
+		n = stop_ret;
+	} else if (n >= 0) {
+		/* The application threads' stacks. */
+		int t = threads_collect(regions + n, MAX_REGIONS - n);
+
+		n = t < 0 ? t : n + t;
+	}
 	if (n < 0) {
-		snprintf(err, errlen, "cannot list the application's memory: %s", strerror(-n));
+		if (!err[0])
+			snprintf(err, errlen, "cannot list the application's memory: %s",
+				 strerror(-n));
 	} else {
 		/* The program's MPI objects: made again by a restart before its
 		 * memory is put back (mpi/state.h). */
@@ -129,6 +146,14 @@ static int prepare_image(struct session *s, bool *incremental, char *err, size_t
 			mine = tracking_prepare(s, regions, n, out) && s->last_id;
 			out[n++] =
 			    (struct image_region){(uintptr_t)mpi_state, mpi_len, REGION_MPI, NULL};
+			/* Thread-local storage and keys of every thread. */
+			ret = threads_save(out + n, MAX_DATA_REGIONS - 2, err, errlen);
+			if (ret < 0) {
+				mine = false;
+				n = ret;
+				goto vote;
+			}
+			n += ret;
 			/* Not memory: carried whole in every image, for
 			 * stasis-inspect. */
 			if (where_capture(&out[n]))
@@ -139,6 +164,7 @@ static int prepare_image(struct session *s, bool *incremental, char *err, size_t
 			nout = n;
 		}
 	}
+vote:
 	/* All ranks write the same kind, so that every chain, and the
 	 * redundancy of every image in it, exists on every rank. */
 	PMPI_Allreduce(&mine, incremental, 1, MPI_C_BOOL, MPI_LAND, s->comm);
@@ -279,9 +305,12 @@ int checkpoint_take(struct session *s)
 {
 	uint64_t id = s->next_id++;
 	double t0 = now();
+	int ret;
 
 	/* Output the program wrote before the checkpoint must not sit in a
 	 * buffer of this process only. */
+	stop_err[0] = 0;
+	stop_ret = threads_stop(stop_err, sizeof(stop_err));
 	fflush(NULL);
 	captured.canary = read_canary();
 	captured.depth = stasis_depth;
@@ -299,7 +328,9 @@ int checkpoint_take(struct session *s)
 				(unsigned long long)resumed_id);
 		return CHECKPOINT_RESUMED;
 	}
-	return write_and_commit(s, id, t0);
+	ret = write_and_commit(s, id, t0);
+	threads_resume();
+	return ret;
 }
 
 /* The rest of checkpoint_take, out of the function that calls getcontext. */

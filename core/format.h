@@ -15,6 +15,8 @@
  * Version 4: the saved state lost a counter, the MPI region carries
  * requests and drained messages (issue 8), and REGION_WHERE holds the
  * program's stack (issue 12), and stasis_hash the build of stasis.
+ * Version 5: REGION_TLS, the application's thread-local storage and
+ * pthread keys (issue 9).
  */
 #ifndef STASIS_FORMAT_H
 #define STASIS_FORMAT_H
@@ -23,7 +25,7 @@
 
 #define STASIS_IMAGE_MAGIC "STASISIM" /* 8 bytes, no NUL stored */
 #define STASIS_COMMIT_MAGIC "STASISOK"
-#define STASIS_FORMAT_VERSION 4u
+#define STASIS_FORMAT_VERSION 5u
 #define STASIS_PAGE 4096u
 #define STASIS_STATE_MAX 3072u /* opaque saved state (registers, counters) */
 
@@ -40,10 +42,11 @@ enum region_kind {
 	 * written into the address space, never incremental. */
 	REGION_MPI = 4, /* the program's MPI objects (mpi/state.h); addr is 0 */
 	REGION_WHERE = 5, /* where the checkpoint was taken: struct where_record */
+	REGION_TLS = 9,	  /* thread-local storage and pthread keys: struct tls_record */
 };
 
 #define REGION_FIRST_DATA REGION_MPI
-#define REGION_LAST REGION_WHERE
+#define REGION_LAST REGION_TLS
 
 enum region_flags {
 	REGION_PARTIAL = 1u << 0, /* incremental: bitmap + dirty pages only */
@@ -103,6 +106,44 @@ struct where_record {
 	uint32_t nframes;    /* <= STASIS_WHERE_FRAMES */
 	uint32_t frame_size; /* sizeof(struct where_frame) */
 	struct where_frame frame[];
+};
+
+/* REGION_TLS: the application's thread-local storage (core/tls.h). Its
+ * pthread keys first (the keys the program made, in key order), then one
+ * section per thread: a struct tls_thread, the thread's value of every key
+ * (nkeys uint64_t, in the same order), and its blocks, each a struct
+ * tls_block followed by `size` bytes padded to a multiple of 8. Blocks are
+ * those of the executable and of the application's libraries (never libc's
+ * or stasis's, which the restart's runtime owns). */
+#define STASIS_TLS_MAGIC "STASISTL"
+
+struct tls_record {
+	char magic[8];	   /* STASIS_TLS_MAGIC */
+	uint32_t nkeys;	   /* struct tls_key follow */
+	uint32_t nthreads; /* thread sections follow the keys */
+	uint64_t bytes;	   /* bytes used from the start of this struct */
+};
+
+struct tls_key {
+	uint32_t key; /* pthread_key_t */
+	uint32_t reserved;
+	uint64_t destructor; /* address of its destructor, 0 for none */
+};
+
+struct tls_thread {
+	uint32_t thread;  /* 0 the main thread, else its slot in REGION_THREADS */
+	uint32_t nblocks; /* struct tls_block follow the values */
+	uint64_t tp;	  /* its thread pointer (%fs base) */
+};
+
+struct tls_block {
+	char object[256]; /* path of the object the block belongs to, "" the executable */
+	uint64_t base;	  /* load base of that object */
+	uint64_t addr;	  /* where the block was */
+	uint64_t size;	  /* PT_TLS memory size of the object: bytes that follow */
+	uint32_t dynamic; /* 1: allocated on first use (a library loaded with dlopen()),
+			   * 0: static TLS at a fixed distance from the thread pointer */
+	uint32_t reserved;
 };
 
 /* Commit record <dir>/ckpt-<id>.r<rank>.done : written after every rank has

@@ -180,6 +180,26 @@ bool regions_app_code(uintptr_t pc)
 	return false;
 }
 
+bool regions_app_object(uintptr_t base)
+{
+	for (int i = 0; i < nobjects; i++)
+		if (objects[i].base == base)
+			return !objects[i].runtime && !objects[i].libc;
+	return false;
+}
+
+bool regions_app_object_code(uintptr_t pc)
+{
+	for (int i = 0; i < nobjects; i++) {
+		const struct object *o = &objects[i];
+
+		for (int t = 0; t < o->ntext; t++)
+			if (pc >= o->text[t].start && pc < o->text[t].end)
+				return !o->runtime && !o->libc;
+	}
+	return false;
+}
+
 /* Calls fn(start, end, perms, path) for each line of /proc/self/maps, read
  * without malloc (this runs inside the checkpoint, and from tools). */
 static int for_each_mapping(void (*fn)(uintptr_t, uintptr_t, const char *, const char *, void *),

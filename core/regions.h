@@ -29,6 +29,15 @@ bool regions_ready(void);
  * application library, or libc (which serves the application too). */
 bool regions_app_code(uintptr_t pc);
 
+/* Whether the object loaded at base (its dl_iterate_phdr dlpi_addr) is the
+ * executable or an application library: its data, TLS and keys are the
+ * application's (libc serves the application but its state is the
+ * runtime's). Objects stasis does not know are the runtime's. */
+bool regions_app_object(uintptr_t base);
+
+/* Whether pc is code of such an object (not libc's). */
+bool regions_app_object_code(uintptr_t pc);
+
 /* The application image now: writable pages of the application objects,
  * the committed arena, and the main stack from stack_low (rounded down) to
  * its top. Returns the count, or -ENOSPC if max is too small. */

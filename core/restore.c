@@ -18,6 +18,7 @@
 #include "restore.h"
 #include "session.h"
 #include "state.h"
+#include "threads.h"
 
 #define MAX_IDS 4096
 #define TEMP_STACK_SIZE (1 << 20)
@@ -237,6 +238,7 @@ static void jump_into_image(void)
 			apply_region(&r[i], chain[c].staged[i]);
 	}
 	arena_finish_restore();
+	threads_release();
 	stasis_depth = target.depth;
 	checkpoint_prepare_resume(target_id);
 	/* Frames restored from the image carry the old process's stack canary;
@@ -317,6 +319,38 @@ static int replay_mpi(struct session *s, uint64_t id)
 		 why[0] ? why : "the image holds no MPI state");
 	session_report(s, why[0] || s->rank == 0, line);
 	return ret;
+}
+
+/* The newest image's data region of this kind (not memory), or NULL. */
+static const void *data_region(uint32_t kind, size_t *len)
+{
+	const struct image_header *h = image_header(chain[0].img);
+	const struct region_record *r = image_regions(chain[0].img);
+
+	for (size_t i = 0; i < h->nregions; i++)
+		if (r[i].kind == kind) {
+			*len = r[i].length;
+			return chain[0].staged[i];
+		}
+	*len = 0;
+	return NULL;
+}
+
+/* The rest of the process besides its memory (threads.h): before the
+ * memory comes back. Collective; 0, or -errno after one rank said why. */
+static int restore_process(struct session *s, uint64_t id)
+{
+	char why[1024] = "", line[1200];
+	size_t tls_len;
+	const void *tls = data_region(REGION_TLS, &tls_len);
+	int ret = threads_restore(tls, tls_len, why, sizeof(why)), all;
+
+	PMPI_Allreduce(&ret, &all, 1, MPI_INT, MPI_MIN, s->comm);
+	if (!all)
+		return 0;
+	snprintf(line, sizeof(line), "checkpoint %llu: %s", (unsigned long long)id, why);
+	session_report(s, ret != 0, line);
+	return all;
 }
 
 /* The chosen checkpoint is complete (some rank holds its record) and every
@@ -437,7 +471,7 @@ int restore_latest(struct session *s)
 	cand = id;
 	target_id = cand;
 	complete_records(s);
-	if (replay_mpi(s, cand))
+	if (replay_mpi(s, cand) || restore_process(s, cand))
 		return -EINVAL;
 	interval_auto_restarted(s, monotonic() - t0, heavy);
 	for (int c = 0; c < nchain; c++) {

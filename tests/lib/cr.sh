@@ -46,6 +46,7 @@ cr_default_args() {
 	halves) echo "4096 4000" ;;
 	protected_io) echo "16384 4000" ;;
 	segv_handler) echo "131072 6000" ;;
+	tls) echo "4096 8000" ;;
 	*) echo "" ;;
 	esac
 }
