@@ -10,6 +10,7 @@
 #include "flush.h"
 #include "image.h"
 #include "log.h"
+#include "objects.h"
 #include "redset.h"
 #include "regions.h"
 #include "retention.h"
@@ -100,7 +101,7 @@ static void write_shadow(struct session *s, struct image_header *hdr,
  * of an incremental image) and the same regions saved whole. Runtime
  * globals, as `captured`: a retry after making room reuses them. */
 static struct region regions[MAX_REGIONS];
-#define MAX_DATA_REGIONS 8 /* MPI, where, threads_save's */
+#define MAX_DATA_REGIONS 8 /* MPI, objects, where, threads_save's */
 static struct image_region out[MAX_REGIONS + MAX_DATA_REGIONS],
     whole[MAX_REGIONS + MAX_DATA_REGIONS];
 static int nout;
@@ -147,13 +148,25 @@ static int prepare_image(struct session *s, bool *incremental, char *err, size_t
 			out[n++] =
 			    (struct image_region){(uintptr_t)mpi_state, mpi_len, REGION_MPI, NULL};
 			/* Thread-local storage and keys of every thread. */
-			ret = threads_save(out + n, MAX_DATA_REGIONS - 2, err, errlen);
+			ret = threads_save(out + n, MAX_DATA_REGIONS - 3, err, errlen);
 			if (ret < 0) {
 				mine = false;
 				n = ret;
 				goto vote;
 			}
 			n += ret;
+			/* The libraries it loaded: loaded again first by a restart. */
+			ret = objects_save(&out[n]);
+			if (ret) {
+				snprintf(err, errlen,
+					 "cannot list the libraries loaded with "
+					 "dlopen(): %s",
+					 strerror(-ret));
+				mine = false;
+				n = ret;
+				goto vote;
+			}
+			n++;
 			/* Not memory: carried whole in every image, for
 			 * stasis-inspect. */
 			if (where_capture(&out[n]))

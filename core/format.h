@@ -16,7 +16,8 @@
  * requests and drained messages (issue 8), and REGION_WHERE holds the
  * program's stack (issue 12), and stasis_hash the build of stasis.
  * Version 5: REGION_TLS, the application's thread-local storage and
- * pthread keys (issue 9).
+ * pthread keys, and REGION_OBJECTS, the libraries it loaded with dlopen()
+ * (issue 9).
  */
 #ifndef STASIS_FORMAT_H
 #define STASIS_FORMAT_H
@@ -42,11 +43,12 @@ enum region_kind {
 	 * written into the address space, never incremental. */
 	REGION_MPI = 4, /* the program's MPI objects (mpi/state.h); addr is 0 */
 	REGION_WHERE = 5, /* where the checkpoint was taken: struct where_record */
-	REGION_TLS = 9,	  /* thread-local storage and pthread keys: struct tls_record */
+	REGION_TLS = 9, /* thread-local storage and pthread keys: struct tls_record */
+	REGION_OBJECTS = 11, /* libraries loaded with dlopen(): struct objects_record */
 };
 
 #define REGION_FIRST_DATA REGION_MPI
-#define REGION_LAST REGION_TLS
+#define REGION_LAST REGION_OBJECTS
 
 enum region_flags {
 	REGION_PARTIAL = 1u << 0, /* incremental: bitmap + dirty pages only */
@@ -144,6 +146,34 @@ struct tls_block {
 	uint32_t dynamic; /* 1: allocated on first use (a library loaded with dlopen()),
 			   * 0: static TLS at a fixed distance from the thread pointer */
 	uint32_t reserved;
+};
+
+/* REGION_OBJECTS: the libraries the program loaded with dlopen(), in the
+ * order it loaded them (core/objects.h): one struct objects_group per
+ * dlopen() that loaded something, each followed by its `count` struct
+ * objects_entry (the objects that call loaded, in ld.so's order). A
+ * restart loads each group again at the same addresses before the memory
+ * comes back. */
+#define STASIS_OBJECTS_MAGIC "STASISOB"
+
+struct objects_record {
+	char magic[8]; /* STASIS_OBJECTS_MAGIC */
+	uint32_t ngroups;
+	uint32_t reserved;
+	uint64_t cursor; /* the placement cursor after the last group */
+	uint64_t bytes;	 /* bytes used from the start of this struct */
+};
+
+struct objects_group {
+	char path[1024]; /* the object the program asked for, as ld.so found it */
+	uint64_t top;	 /* placement cursor before it: its objects lie below */
+	uint32_t flags;	 /* the dlopen() mode */
+	uint32_t count;	 /* struct objects_entry follow */
+};
+
+struct objects_entry {
+	char name[1024]; /* ld.so's name (path) of the object */
+	uint64_t base;	 /* its load base */
 };
 
 /* Commit record <dir>/ckpt-<id>.r<rank>.done : written after every rank has

@@ -38,6 +38,16 @@ bool regions_app_object(uintptr_t base);
 /* Whether pc is code of such an object (not libc's). */
 bool regions_app_object_code(uintptr_t pc);
 
+/* Libraries the program loaded with dlopen() (objects.h), by load base:
+ * application libraries from now on (unless their names are the MPI
+ * library's), their writable data part of the image. 0 or -errno. */
+int regions_add_objects(const uintptr_t *bases, int n);
+
+/* fn(start, end, perms, path) for each line of /proc/self/maps, without
+ * malloc; one walk at a time, and fn must not start another. */
+int regions_for_each_mapping(void (*fn)(uintptr_t, uintptr_t, const char *, const char *, void *),
+			     void *arg);
+
 /* The application image now: writable pages of the application objects,
  * the committed arena, and the main stack from stack_low (rounded down) to
  * its top. Returns the count, or -ENOSPC if max is too small. */

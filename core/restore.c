@@ -13,6 +13,7 @@
 #include "interval_auto.h"
 #include "image.h"
 #include "log.h"
+#include "objects.h"
 #include "redset.h"
 #include "regions.h"
 #include "restore.h"
@@ -341,9 +342,15 @@ static const void *data_region(uint32_t kind, size_t *len)
 static int restore_process(struct session *s, uint64_t id)
 {
 	char why[1024] = "", line[1200];
-	size_t tls_len;
+	size_t tls_len, objects_len;
 	const void *tls = data_region(REGION_TLS, &tls_len);
-	int ret = threads_restore(tls, tls_len, why, sizeof(why)), all;
+	const void *objects = data_region(REGION_OBJECTS, &objects_len);
+	int ret, all;
+
+	/* Libraries first: the threads' code and TLS may be theirs. */
+	ret = objects_restore(objects, objects_len, why, sizeof(why));
+	if (!ret)
+		ret = threads_restore(tls, tls_len, why, sizeof(why));
 
 	PMPI_Allreduce(&ret, &all, 1, MPI_INT, MPI_MIN, s->comm);
 	if (!all)

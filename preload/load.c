@@ -11,6 +11,7 @@
 #include "arena.h"
 #include "handles.h"
 #include "log.h"
+#include "objects.h"
 #include "regions.h"
 #include "session.h"
 
@@ -78,5 +79,12 @@ __attribute__((constructor)) static void stasis_load(void)
 		pr_warn("cannot reserve the application arena at %#lx: %s; checkpoints are off",
 			(unsigned long)STASIS_ARENA_BASE, strerror(-ret));
 		stasis_active = false;
+		return;
 	}
+	/* Without its zone, a library the program loads switches checkpoints
+	 * off (objects.h). */
+	ret = objects_init();
+	if (ret)
+		pr_warn("cannot reserve the zone for libraries loaded with dlopen() at %#lx: %s",
+			(unsigned long)STASIS_OBJECTS_BASE, strerror(-ret));
 }

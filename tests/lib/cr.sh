@@ -47,6 +47,7 @@ cr_default_args() {
 	protected_io) echo "16384 4000" ;;
 	segv_handler) echo "131072 6000" ;;
 	tls) echo "4096 8000" ;;
+	plugin) echo "4096 8000" ;;
 	*) echo "" ;;
 	esac
 }
