@@ -126,11 +126,6 @@ static int prepare_image(struct session *s, bool *incremental, char *err, size_t
 	if (n >= 0 && stop_ret) {
 		snprintf(err, errlen, "%s", stop_err);
 		n = stop_ret;
-	} else if (n >= 0) {
-		/* The application threads' stacks. */
-		int t = threads_collect(regions + n, MAX_REGIONS - n);
-
-		n = t < 0 ? t : n + t;
 	}
 	if (n < 0) {
 		if (!err[0])
@@ -147,7 +142,7 @@ static int prepare_image(struct session *s, bool *incremental, char *err, size_t
 			mine = tracking_prepare(s, regions, n, out) && s->last_id;
 			out[n++] =
 			    (struct image_region){(uintptr_t)mpi_state, mpi_len, REGION_MPI, NULL};
-			/* Thread-local storage and keys of every thread. */
+			/* The threads, thread-local storage and keys of every thread. */
 			ret = threads_save(out + n, MAX_DATA_REGIONS - 3, err, errlen);
 			if (ret < 0) {
 				mine = false;

@@ -16,8 +16,8 @@
  * requests and drained messages (issue 8), and REGION_WHERE holds the
  * program's stack (issue 12), and stasis_hash the build of stasis.
  * Version 5: REGION_TLS, the application's thread-local storage and
- * pthread keys, and REGION_OBJECTS, the libraries it loaded with dlopen()
- * (issue 9).
+ * pthread keys, REGION_THREADS, its threads, and REGION_OBJECTS, the
+ * libraries it loaded with dlopen() (issue 9).
  */
 #ifndef STASIS_FORMAT_H
 #define STASIS_FORMAT_H
@@ -44,6 +44,7 @@ enum region_kind {
 	REGION_MPI = 4, /* the program's MPI objects (mpi/state.h); addr is 0 */
 	REGION_WHERE = 5, /* where the checkpoint was taken: struct where_record */
 	REGION_TLS = 9, /* thread-local storage and pthread keys: struct tls_record */
+	REGION_THREADS = 10, /* application threads: struct threads_record */
 	REGION_OBJECTS = 11, /* libraries loaded with dlopen(): struct objects_record */
 };
 
@@ -133,7 +134,7 @@ struct tls_key {
 };
 
 struct tls_thread {
-	uint32_t thread;  /* 0 the main thread, else its slot in REGION_THREADS */
+	uint32_t thread;  /* 0 the main thread, else 1 + its slot in REGION_THREADS */
 	uint32_t nblocks; /* struct tls_block follow the values */
 	uint64_t tp;	  /* its thread pointer (%fs base) */
 };
@@ -146,6 +147,45 @@ struct tls_block {
 	uint32_t dynamic; /* 1: allocated on first use (a library loaded with dlopen()),
 			   * 0: static TLS at a fixed distance from the thread pointer */
 	uint32_t reserved;
+};
+
+/* REGION_THREADS: the application's threads other than the main one
+ * (core/threads.h), each a struct thread_record followed by the part of
+ * its stack in use, from `low` to `top`, padded to a multiple of 8. A
+ * thread that had ended but was not joined yet has no stack saved. */
+#define STASIS_THREADS_MAGIC "STASISTH"
+#define STASIS_CONTEXT_MAX 1024 /* a ucontext_t */
+
+struct threads_record {
+	char magic[8];	   /* STASIS_THREADS_MAGIC */
+	uint32_t nthreads; /* struct thread_record follow */
+	uint32_t reserved;
+	uint64_t bytes; /* bytes used from the start of this struct */
+};
+
+enum thread_record_state {
+	THREAD_STOPPED = 1, /* running: stopped in stasis's signal handler */
+	THREAD_ENDED = 2,   /* returned, not joined yet */
+};
+
+struct thread_record {
+	uint32_t slot;	  /* stasis's number for it; its TLS section is slot + 1 */
+	uint32_t state;	  /* enum thread_record_state */
+	uint64_t pthread; /* pthread_t: glibc's descriptor, at the top of its block */
+	uint64_t block;	  /* its stack block in stasis's zone for stacks */
+	uint64_t block_size;
+	uint64_t top;	     /* the part saved: [low, top), top just above stasis's */
+	uint64_t low;	     /* frame that called the thread's start routine */
+	uint64_t retval;     /* THREAD_ENDED: what it returned */
+	uint64_t canary;     /* its stack-protector value */
+	int32_t errno_value; /* its errno when stopped */
+	uint32_t detached;
+	int32_t policy; /* scheduling policy and priority when made */
+	int32_t priority;
+	uint32_t inherit; /* PTHREAD_INHERIT_SCHED or PTHREAD_EXPLICIT_SCHED */
+	uint32_t reserved;
+	uint8_t affinity[128];		     /* cpu_set_t when stopped */
+	uint8_t context[STASIS_CONTEXT_MAX]; /* ucontext_t where it stopped */
 };
 
 /* REGION_OBJECTS: the libraries the program loaded with dlopen(), in the

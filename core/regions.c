@@ -11,6 +11,7 @@
 #include "arena.h"
 #include "format.h"
 #include "log.h"
+#include "objects.h"
 #include "regions.h"
 
 #define MAX_OBJECTS 512
@@ -170,8 +171,17 @@ static bool is_runtime_root(const struct object *o)
 	return false;
 }
 
+/* Code in the zone of the program's libraries (objects.h) is theirs even
+ * before they are classified: their constructors run inside dlopen(). */
+static bool in_objects_zone(uintptr_t pc)
+{
+	return pc - STASIS_OBJECTS_BASE < STASIS_OBJECTS_SIZE;
+}
+
 bool regions_app_code(uintptr_t pc)
 {
+	if (in_objects_zone(pc))
+		return true;
 	for (int i = 0; i < nobjects; i++) {
 		const struct object *o = &objects[i];
 
@@ -194,6 +204,8 @@ bool regions_app_object(uintptr_t base)
 
 bool regions_app_object_code(uintptr_t pc)
 {
+	if (in_objects_zone(pc))
+		return true;
 	for (int i = 0; i < nobjects; i++) {
 		const struct object *o = &objects[i];
 

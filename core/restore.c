@@ -342,15 +342,16 @@ static const void *data_region(uint32_t kind, size_t *len)
 static int restore_process(struct session *s, uint64_t id)
 {
 	char why[1024] = "", line[1200];
-	size_t tls_len, objects_len;
+	size_t tls_len, threads_len, objects_len;
 	const void *tls = data_region(REGION_TLS, &tls_len);
+	const void *threads = data_region(REGION_THREADS, &threads_len);
 	const void *objects = data_region(REGION_OBJECTS, &objects_len);
 	int ret, all;
 
 	/* Libraries first: the threads' code and TLS may be theirs. */
 	ret = objects_restore(objects, objects_len, why, sizeof(why));
 	if (!ret)
-		ret = threads_restore(tls, tls_len, why, sizeof(why));
+		ret = threads_restore(tls, tls_len, threads, threads_len, why, sizeof(why));
 
 	PMPI_Allreduce(&ret, &all, 1, MPI_INT, MPI_MIN, s->comm);
 	if (!all)

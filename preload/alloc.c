@@ -2,11 +2,13 @@
  * and libc (DESIGN.md section 2, "The application heap").
  *
  * An allocation is the application's when stasis is active in this process
- * (an MPI rank), it happens on the main thread outside every stasis MPI
- * wrapper, and its caller is application code (the executable, an
- * application library, or libc on the application's behalf). Everything
- * else - the MPI library, threads it made, ld.so - gets libc's allocator.
- * free() and realloc() decide by address. */
+ * (an MPI rank), it happens on the main thread or a thread of the
+ * application's (core/threads.h) outside every stasis MPI wrapper, and its
+ * caller is application code (the executable, an application library, or
+ * libc on the application's behalf). Everything else - the MPI library,
+ * threads it made, ld.so - gets libc's allocator. free() and realloc()
+ * decide by address. A thread is never stopped for a checkpoint inside
+ * one of these (stasis_busy): it may hold the arena's lock or libc's. */
 #define LOG_PREFIX "alloc: "
 /* Meson builds with 64-bit off_t, which renames mmap to mmap64 in the
  * headers; both names are defined here, the second as an alias. */
@@ -14,6 +16,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -24,6 +27,7 @@
 #include "log.h"
 #include "preload.h"
 #include "regions.h"
+#include "threads.h"
 #include "tracking.h"
 
 extern void *__libc_malloc(size_t);
@@ -36,41 +40,64 @@ extern void *__libc_memalign(size_t, size_t);
 
 static inline bool for_application(uintptr_t caller)
 {
-	return __builtin_expect(stasis_active, 0) && stasis_depth == 0 && stasis_on_main_thread() &&
-	       regions_app_code(caller);
+	return __builtin_expect(stasis_active, 0) && stasis_depth == 0 &&
+	       (stasis_app_thread || stasis_on_main_thread()) && regions_app_code(caller);
 }
 
 EXPORT void *malloc(size_t size)
 {
-	return for_application(CALLER) ? arena_malloc(size) : __libc_malloc(size);
+	void *p;
+
+	stasis_busy_enter();
+	p = for_application(CALLER) ? arena_malloc(size) : __libc_malloc(size);
+	stasis_busy_leave();
+	return p;
 }
 
 EXPORT void *calloc(size_t nmemb, size_t size)
 {
-	return for_application(CALLER) ? arena_calloc(nmemb, size) : __libc_calloc(nmemb, size);
+	void *p;
+
+	stasis_busy_enter();
+	p = for_application(CALLER) ? arena_calloc(nmemb, size) : __libc_calloc(nmemb, size);
+	stasis_busy_leave();
+	return p;
 }
 
 EXPORT void free(void *ptr)
 {
+	stasis_busy_enter();
 	if (arena_contains(ptr))
 		arena_free(ptr);
 	else
 		__libc_free(ptr);
+	stasis_busy_leave();
 }
 
 EXPORT void *realloc(void *ptr, size_t size)
 {
+	void *p;
+
+	stasis_busy_enter();
 	if (arena_contains(ptr))
-		return arena_realloc(ptr, size);
-	if (!ptr && for_application(CALLER))
-		return arena_malloc(size);
-	return __libc_realloc(ptr, size);
+		p = arena_realloc(ptr, size);
+	else if (!ptr && for_application(CALLER))
+		p = arena_malloc(size);
+	else
+		p = __libc_realloc(ptr, size);
+	stasis_busy_leave();
+	return p;
 }
 
 static void *aligned(uintptr_t caller, size_t alignment, size_t size)
 {
-	return for_application(caller) ? arena_memalign(alignment, size)
-				       : __libc_memalign(alignment, size);
+	void *p;
+
+	stasis_busy_enter();
+	p = for_application(caller) ? arena_memalign(alignment, size)
+				    : __libc_memalign(alignment, size);
+	stasis_busy_leave();
+	return p;
 }
 
 EXPORT int posix_memalign(void **out, size_t alignment, size_t size)
@@ -115,8 +142,14 @@ EXPORT size_t malloc_usable_size(void *ptr)
 {
 	extern size_t __malloc_usable_size(void *) __attribute__((weak));
 
-	if (arena_contains(ptr))
-		return arena_usable_size(ptr);
+	if (arena_contains(ptr)) {
+		size_t n;
+
+		stasis_busy_enter();
+		n = arena_usable_size(ptr);
+		stasis_busy_leave();
+		return n;
+	}
 	/* glibc exports no __libc_ name for it; the real one is found once. */
 	static size_t (*real)(void *);
 	if (!real)
@@ -133,15 +166,16 @@ EXPORT void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t 
 		bool anon_private = (flags & MAP_ANONYMOUS) && (flags & MAP_PRIVATE);
 
 		if (anon_private && !addr && !(flags & (MAP_FIXED | MAP_FIXED_NOREPLACE))) {
-			void *p = arena_map(length);
+			void *p;
 
-			if (!p)
-				return MAP_FAILED;
-			if (prot != (PROT_READ | PROT_WRITE) && mprotect(p, length, prot)) {
+			stasis_busy_enter();
+			p = arena_map(length);
+			if (p && prot != (PROT_READ | PROT_WRITE) && mprotect(p, length, prot)) {
 				arena_unmap(p, length);
-				return MAP_FAILED;
+				p = NULL;
 			}
-			return p;
+			stasis_busy_leave();
+			return p ? p : MAP_FAILED;
 		}
 		if (!(flags & MAP_ANONYMOUS))
 			session_unsupported("mmap() of a file");
@@ -157,17 +191,30 @@ EXPORT void *mmap64(void *addr, size_t length, int prot, int flags, int fd, off_
 /* The program's own mprotect() of tracked memory: see tracking_forget(). */
 EXPORT int mprotect(void *addr, size_t length, int prot)
 {
+	static pthread_mutex_t forget = PTHREAD_MUTEX_INITIALIZER;
 	struct session *s;
 
-	if (for_application(CALLER) && (s = session_get()))
+	if (for_application(CALLER) && (s = session_get())) {
+		/* Application threads call it too; tracking is one thread's. */
+		stasis_busy_enter();
+		pthread_mutex_lock(&forget);
 		tracking_forget(s, (uintptr_t)addr, length);
+		pthread_mutex_unlock(&forget);
+		stasis_busy_leave();
+	}
 	return syscall(SYS_mprotect, addr, length, prot);
 }
 
 EXPORT int munmap(void *addr, size_t length)
 {
-	if (arena_contains(addr))
-		return arena_unmap(addr, length) ? (errno = EINVAL, -1) : 0;
+	if (arena_contains(addr)) {
+		int ret;
+
+		stasis_busy_enter();
+		ret = arena_unmap(addr, length);
+		stasis_busy_leave();
+		return ret ? (errno = EINVAL, -1) : 0;
+	}
 	return syscall(SYS_munmap, addr, length);
 }
 
@@ -188,10 +235,12 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		errno = ENOMEM;
 		return MAP_FAILED;
 	}
+	stasis_busy_enter();
 	p = arena_map(new_len);
-	if (!p)
-		return MAP_FAILED;
-	memcpy(p, old, old_len < new_len ? old_len : new_len);
-	arena_unmap(old, old_len);
-	return p;
+	if (p) {
+		memcpy(p, old, old_len < new_len ? old_len : new_len);
+		arena_unmap(old, old_len);
+	}
+	stasis_busy_leave();
+	return p ? p : MAP_FAILED;
 }

@@ -14,6 +14,7 @@
 #include "objects.h"
 #include "regions.h"
 #include "session.h"
+#include "threads.h"
 
 /* The launcher, shells and tools the wrappers start get LD_PRELOAD too;
  * only a process that is an MPI rank has one of these. */
@@ -87,4 +88,10 @@ __attribute__((constructor)) static void stasis_load(void)
 	if (ret)
 		pr_warn("cannot reserve the zone for libraries loaded with dlopen() at %#lx: %s",
 			(unsigned long)STASIS_OBJECTS_BASE, strerror(-ret));
+	/* Without its zone, a thread the program makes switches checkpoints
+	 * off (threads.h). */
+	ret = threads_init();
+	if (ret)
+		pr_warn("cannot reserve the zone for the program's thread stacks at %#lx: %s",
+			(unsigned long)STASIS_STACKS_BASE, strerror(-ret));
 }

@@ -48,6 +48,8 @@ cr_default_args() {
 	segv_handler) echo "131072 6000" ;;
 	tls) echo "4096 8000" ;;
 	plugin) echo "4096 8000" ;;
+	workers) echo "4096 4000" ;;
+	omp) echo "65536 4000" ;;
 	*) echo "" ;;
 	esac
 }
