@@ -286,9 +286,18 @@ static void explain(int i, char *err, size_t errlen)
 			    (int)t->tid, why[deferred[i]]);
 }
 
+static int count_stopped(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < MAX_THREADS; i++)
+		n += slots[i].state == SLOT_RUNNING && slots[i].stopped;
+	return n;
+}
+
 int threads_stop(char *err, size_t errlen)
 {
-	double until = now() + STOP_SECONDS, sent[MAX_THREADS] = {0};
+	double t0 = now(), until = t0 + STOP_SECONDS, sent[MAX_THREADS] = {0};
 	bool stdio_busy = false;
 
 	if (!any_thread())
@@ -329,8 +338,11 @@ int threads_stop(char *err, size_t errlen)
 		}
 		table_unlock();
 		if (pending < 0) {
-			if (stdio_free())
+			if (stdio_free()) {
+				pr_debug("%d application threads stopped in %.1f ms",
+					 count_stopped(), (now() - t0) * 1e3);
 				return 0;
+			}
 			/* A stopped thread holds a stream: let them go on a moment. */
 			stdio_busy = true;
 			let_go();

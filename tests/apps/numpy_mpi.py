@@ -1,7 +1,8 @@
 """numpy_mpi: a short numpy + mpi4py computation (issue 9), as a Python user
 writes one: a diffusion on a numpy grid split into rows across the ranks,
-halos exchanged with Sendrecv, a sum reduced every step, a random
-generator's state, a dict and a Decimal growing as it goes. mpi4py asks
+halos exchanged with Sendrecv, a sum reduced every step, matrix products
+(BLAS), a random generator's state, a dict and a Decimal growing as it
+goes. mpi4py asks
 for its default thread level (MPI_THREAD_MULTIPLE) and loads the MPI
 library on import; json and decimal (extension modules of their own) are
 imported after MPI_Init.
@@ -43,6 +44,9 @@ def main():
         hist[key] = hist.get(key, 0) + int(abs(s) * 1000) % 1009
         if it % 50 == 0:
             hist["w%d" % it] = round(float(np.linalg.norm(u)), 9)
+        if it % 10 == 0:
+            # A matrix product: BLAS's, on its threads if it has any.
+            hist["m%d" % it] = round(float((u @ u.T).trace()), 6)
     mine = zlib.crc32(u.tobytes()) ^ zlib.crc32(json.dumps(hist, sort_keys=True).encode())
     every = comm.gather([mine, str(acc)], root=0)
     if rank == 0:
