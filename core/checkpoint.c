@@ -12,6 +12,7 @@
 #include "image.h"
 #include "log.h"
 #include "maps.h"
+#include "objects.h"
 #include "redset.h"
 #include "regions.h"
 #include "retention.h"
@@ -20,6 +21,7 @@
 #include "sigstate.h"
 #include "space.h"
 #include "state.h"
+#include "threads.h"
 #include "tracking.h"
 #include "where.h"
 
@@ -102,9 +104,14 @@ static void write_shadow(struct session *s, struct image_header *hdr,
  * of an incremental image) and the same regions saved whole. Runtime
  * globals, as `captured`: a retry after making room reuses them. */
 static struct region regions[MAX_REGIONS];
-/* + MPI, files, where, signals, maps */
-static struct image_region out[MAX_REGIONS + 5], whole[MAX_REGIONS + 5];
+/* MPI, files, objects, where, signals, maps, and threads_save's */
+#define MAX_DATA_REGIONS 12
+static struct image_region out[MAX_REGIONS + MAX_DATA_REGIONS],
+    whole[MAX_REGIONS + MAX_DATA_REGIONS];
 static int nout;
+/* threads_stop's result for this checkpoint, and why it failed. */
+static int stop_ret;
+static char stop_err[512];
 
 /* Collect the application's memory and agree whether an incremental image
  * is possible on every rank. Collective even for a rank that fails here
@@ -120,8 +127,14 @@ static int prepare_image(struct session *s, bool *incremental, char *err, size_t
 	size_t mpi_len, files_len;
 
 	nout = 0;
+	if (n >= 0 && stop_ret) {
+		snprintf(err, errlen, "%s", stop_err);
+		n = stop_ret;
+	}
 	if (n < 0) {
-		snprintf(err, errlen, "cannot list the application's memory: %s", strerror(-n));
+		if (!err[0])
+			snprintf(err, errlen, "cannot list the application's memory: %s",
+				 strerror(-n));
 	} else {
 		/* The program's MPI objects: made again by a restart before its
 		 * memory is put back (mpi/state.h). */
@@ -138,6 +151,26 @@ static int prepare_image(struct session *s, bool *incremental, char *err, size_t
 			    (struct image_region){(uintptr_t)mpi_state, mpi_len, REGION_MPI, NULL};
 			out[n++] =
 			    (struct image_region){(uintptr_t)files, files_len, REGION_FILES, NULL};
+			/* The threads, thread-local storage and keys of every thread. */
+			ret = threads_save(out + n, MAX_DATA_REGIONS - 6, err, errlen);
+			if (ret < 0) {
+				mine = false;
+				n = ret;
+				goto vote;
+			}
+			n += ret;
+			/* The libraries it loaded: loaded again first by a restart. */
+			ret = objects_save(&out[n]);
+			if (ret) {
+				snprintf(err, errlen,
+					 "cannot list the libraries loaded with "
+					 "dlopen(): %s",
+					 strerror(-ret));
+				mine = false;
+				n = ret;
+				goto vote;
+			}
+			n++;
 			/* Not memory: carried whole in every image, for
 			 * stasis-inspect. */
 			if (where_capture(&out[n]))
@@ -156,6 +189,7 @@ static int prepare_image(struct session *s, bool *incremental, char *err, size_t
 			nout = n;
 		}
 	}
+vote:
 	/* All ranks write the same kind, so that every chain, and the
 	 * redundancy of every image in it, exists on every rank. */
 	PMPI_Allreduce(&mine, incremental, 1, MPI_C_BOOL, MPI_LAND, s->comm);
@@ -300,6 +334,8 @@ int checkpoint_take(struct session *s)
 
 	/* Output the program wrote before the checkpoint must not sit in a
 	 * buffer of this process only. */
+	stop_err[0] = 0;
+	stop_ret = threads_stop(stop_err, sizeof(stop_err));
 	fflush(NULL);
 	captured.canary = read_canary();
 	captured.depth = stasis_depth;
@@ -325,6 +361,7 @@ int checkpoint_take(struct session *s)
 	ret = write_and_commit(s, id, t0);
 	maps_save_end();
 	sigstate_release();
+	threads_resume();
 	return ret;
 }
 

@@ -15,8 +15,11 @@
  * Version 4: the saved state lost a counter, the MPI region carries
  * requests and drained messages (issue 8), and REGION_WHERE holds the
  * program's stack (issue 12), and stasis_hash the build of stasis.
- * Version 5: REGION_FILES (open files, stdio streams), REGION_SIGNALS
- * (signals, timers) and REGION_MAPS (protections, mapping kinds): issue 9.
+ * Version 5 (issue 9): REGION_FILES (open files, stdio streams),
+ * REGION_SIGNALS (signals, timers), REGION_MAPS (protections, mapping
+ * kinds), REGION_TLS (thread-local storage, pthread keys), REGION_THREADS
+ * (the program's threads) and REGION_OBJECTS (libraries it loaded with
+ * dlopen()).
  */
 #ifndef STASIS_FORMAT_H
 #define STASIS_FORMAT_H
@@ -40,15 +43,18 @@ enum region_kind {
 	REGION_STACK = 3, /* main thread's stack, saved whole */
 	/* Kinds from here on are not memory: data the image carries, never
 	 * written into the address space, never incremental. */
-	REGION_MPI = 4,	    /* the program's MPI objects (mpi/state.h); addr is 0 */
-	REGION_WHERE = 5,   /* where the checkpoint was taken: struct where_record */
-	REGION_FILES = 6,   /* the program's descriptors and streams: struct files_header */
-	REGION_SIGNALS = 7, /* signal dispositions and timers: struct signals_record */
-	REGION_MAPS = 8,    /* protections, mapping kinds, objects: struct maps_record */
+	REGION_MPI = 4,	     /* the program's MPI objects (mpi/state.h); addr is 0 */
+	REGION_WHERE = 5,    /* where the checkpoint was taken: struct where_record */
+	REGION_FILES = 6,    /* the program's descriptors and streams: struct files_header */
+	REGION_SIGNALS = 7,  /* signal dispositions and timers: struct signals_record */
+	REGION_MAPS = 8,     /* protections, mapping kinds, objects: struct maps_record */
+	REGION_TLS = 9,	     /* thread-local storage and pthread keys: struct tls_record */
+	REGION_THREADS = 10, /* application threads: struct threads_record */
+	REGION_OBJECTS = 11, /* libraries loaded with dlopen(): struct objects_record */
 };
 
 #define REGION_FIRST_DATA REGION_MPI
-#define REGION_LAST REGION_MAPS
+#define REGION_LAST REGION_OBJECTS
 
 enum region_flags {
 	REGION_PARTIAL = 1u << 0, /* incremental: bitmap + dirty pages only */
@@ -211,6 +217,111 @@ struct file_record {
 	uint64_t size;	      /* st_size */
 	uint64_t dev, ino, rdev;
 	int64_t mtime_sec, mtime_nsec;
+};
+
+/* REGION_TLS: the application's thread-local storage (core/tls.h). Its
+ * pthread keys first (the keys the program made, in key order), then one
+ * section per thread: a struct tls_thread, the thread's value of every key
+ * (nkeys uint64_t, in the same order), and its blocks, each a struct
+ * tls_block followed by `size` bytes padded to a multiple of 8. Blocks are
+ * those of the executable and of the application's libraries (never libc's
+ * or stasis's, which the restart's runtime owns). */
+#define STASIS_TLS_MAGIC "STASISTL"
+
+struct tls_record {
+	char magic[8];	   /* STASIS_TLS_MAGIC */
+	uint32_t nkeys;	   /* struct tls_key follow */
+	uint32_t nthreads; /* thread sections follow the keys */
+	uint64_t bytes;	   /* bytes used from the start of this struct */
+};
+
+struct tls_key {
+	uint32_t key; /* pthread_key_t */
+	uint32_t reserved;
+	uint64_t destructor; /* address of its destructor, 0 for none */
+};
+
+struct tls_thread {
+	uint32_t thread;  /* 0 the main thread, else 1 + its slot in REGION_THREADS */
+	uint32_t nblocks; /* struct tls_block follow the values */
+	uint64_t tp;	  /* its thread pointer (%fs base) */
+};
+
+struct tls_block {
+	char object[256]; /* path of the object the block belongs to, "" the executable */
+	uint64_t base;	  /* load base of that object */
+	uint64_t addr;	  /* where the block was */
+	uint64_t size;	  /* PT_TLS memory size of the object: bytes that follow */
+	uint32_t dynamic; /* 1: allocated on first use (a library loaded with dlopen()),
+			   * 0: static TLS at a fixed distance from the thread pointer */
+	uint32_t reserved;
+};
+
+/* REGION_THREADS: the application's threads other than the main one
+ * (core/threads.h), each a struct thread_record followed by the part of
+ * its stack in use, from `low` to `top`, padded to a multiple of 8. A
+ * thread that had ended but was not joined yet has no stack saved. */
+#define STASIS_THREADS_MAGIC "STASISTH"
+#define STASIS_CONTEXT_MAX 1024 /* a ucontext_t */
+
+struct threads_record {
+	char magic[8];	   /* STASIS_THREADS_MAGIC */
+	uint32_t nthreads; /* struct thread_record follow */
+	uint32_t reserved;
+	uint64_t bytes; /* bytes used from the start of this struct */
+};
+
+enum thread_record_state {
+	THREAD_STOPPED = 1, /* running: stopped in stasis's signal handler */
+	THREAD_ENDED = 2,   /* returned, not joined yet */
+};
+
+struct thread_record {
+	uint32_t slot;	  /* stasis's number for it; its TLS section is slot + 1 */
+	uint32_t state;	  /* enum thread_record_state */
+	uint64_t pthread; /* pthread_t: glibc's descriptor, at the top of its block */
+	uint64_t block;	  /* its stack block in stasis's zone for stacks */
+	uint64_t block_size;
+	uint64_t top;	     /* the part saved: [low, top), top just above stasis's */
+	uint64_t low;	     /* frame that called the thread's start routine */
+	uint64_t retval;     /* THREAD_ENDED: what it returned */
+	uint64_t canary;     /* its stack-protector value */
+	int32_t errno_value; /* its errno when stopped */
+	uint32_t detached;
+	int32_t policy; /* scheduling policy and priority when made */
+	int32_t priority;
+	uint32_t inherit; /* PTHREAD_INHERIT_SCHED or PTHREAD_EXPLICIT_SCHED */
+	uint32_t reserved;
+	uint8_t affinity[128];		     /* cpu_set_t when stopped */
+	uint8_t context[STASIS_CONTEXT_MAX]; /* ucontext_t where it stopped */
+};
+
+/* REGION_OBJECTS: the libraries the program loaded with dlopen(), in the
+ * order it loaded them (core/objects.h): one struct objects_group per
+ * dlopen() that loaded something, each followed by its `count` struct
+ * objects_entry (the objects that call loaded, in ld.so's order). A
+ * restart loads each group again at the same addresses before the memory
+ * comes back. */
+#define STASIS_OBJECTS_MAGIC "STASISOB"
+
+struct objects_record {
+	char magic[8]; /* STASIS_OBJECTS_MAGIC */
+	uint32_t ngroups;
+	uint32_t reserved;
+	uint64_t cursor; /* the placement cursor after the last group */
+	uint64_t bytes;	 /* bytes used from the start of this struct */
+};
+
+struct objects_group {
+	char path[1024]; /* the object the program asked for, as ld.so found it */
+	uint64_t top;	 /* placement cursor before it: its objects lie below */
+	uint32_t flags;	 /* the dlopen() mode */
+	uint32_t count;	 /* struct objects_entry follow */
+};
+
+struct objects_entry {
+	char name[1024]; /* ld.so's name (path) of the object */
+	uint64_t base;	 /* its load base */
 };
 
 /* Commit record <dir>/ckpt-<id>.r<rank>.done : written after every rank has

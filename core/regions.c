@@ -2,6 +2,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +11,10 @@
 #include "arena.h"
 #include "format.h"
 #include "log.h"
+#include "objects.h"
 #include "regions.h"
 
-#define MAX_OBJECTS 128
+#define MAX_OBJECTS 512
 #define MAX_SEGS 4
 #define MAX_EXCLUSIONS 256
 #define PAGE_DOWN(x) ((x) & ~(uintptr_t)(STASIS_PAGE - 1))
@@ -49,15 +51,8 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-static int collect_object(struct dl_phdr_info *info, size_t size, void *data)
+static void fill_object(struct object *o, struct dl_phdr_info *info)
 {
-	struct object *o;
-	(void)size;
-	(void)data;
-
-	if (nobjects == MAX_OBJECTS)
-		return 1;
-	o = &objects[nobjects++];
 	memset(o, 0, sizeof(*o));
 	snprintf(o->name, sizeof(o->name), "%s", base_name(info->dlpi_name));
 	snprintf(o->path, sizeof(o->path), "%s", info->dlpi_name);
@@ -78,6 +73,16 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *data)
 		if ((ph->p_flags & PF_W) && o->ndata < MAX_SEGS)
 			o->data[o->ndata++] = s;
 	}
+}
+
+static int collect_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	(void)data;
+
+	if (nobjects == MAX_OBJECTS)
+		return 1;
+	fill_object(&objects[nobjects++], info);
 	return 0;
 }
 
@@ -171,8 +176,17 @@ static bool is_runtime_root(const struct object *o)
 	return false;
 }
 
+/* Code in the zone of the program's libraries (objects.h) is theirs even
+ * before they are classified: their constructors run inside dlopen(). */
+static bool in_objects_zone(uintptr_t pc)
+{
+	return pc - STASIS_OBJECTS_BASE < STASIS_OBJECTS_SIZE;
+}
+
 bool regions_app_code(uintptr_t pc)
 {
+	if (in_objects_zone(pc))
+		return true;
 	for (int i = 0; i < nobjects; i++) {
 		const struct object *o = &objects[i];
 
@@ -185,21 +199,48 @@ bool regions_app_code(uintptr_t pc)
 	return false;
 }
 
-/* Read without malloc (this runs inside the checkpoint, and from tools). */
+bool regions_app_object(uintptr_t base)
+{
+	for (int i = 0; i < nobjects; i++)
+		if (objects[i].base == base)
+			return !objects[i].runtime && !objects[i].libc;
+	return false;
+}
+
+bool regions_app_object_code(uintptr_t pc)
+{
+	if (in_objects_zone(pc))
+		return true;
+	for (int i = 0; i < nobjects; i++) {
+		const struct object *o = &objects[i];
+
+		for (int t = 0; t < o->ntext; t++)
+			if (pc >= o->text[t].start && pc < o->text[t].end)
+				return !o->runtime && !o->libc;
+	}
+	return false;
+}
+
+/* Calls fn(start, end, perms, path, arg) for each line of /proc/self/maps,
+ * read without malloc (this runs inside the checkpoint, and from tools).
+ * One walk at a time (one buffer); fn must not start another. */
 int regions_walk_maps(void (*fn)(uintptr_t, uintptr_t, const char *, const char *, void *),
 		      void *arg)
 {
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	static char buf[1 << 16];
 	size_t have = 0;
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
+	pthread_mutex_lock(&lock);
 	for (;;) {
 		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
 		char *line = buf, *nl;
 
 		if (n < 0) {
+			pthread_mutex_unlock(&lock);
 			close(fd);
 			return -errno;
 		}
@@ -220,6 +261,7 @@ int regions_walk_maps(void (*fn)(uintptr_t, uintptr_t, const char *, const char 
 		if (n == 0)
 			break;
 	}
+	pthread_mutex_unlock(&lock);
 	close(fd);
 	return 0;
 }
@@ -236,11 +278,12 @@ struct collect_ctx {
 static void find_data(uintptr_t start, uintptr_t end, const char *perms, const char *path,
 		      void *arg)
 {
+	int first = arg ? *(int *)arg : 0;
+
 	(void)path;
-	(void)arg;
 	if (perms[1] != 'w' || arena_contains((void *)start))
 		return;
-	for (int i = 0; i < nobjects; i++) {
+	for (int i = first; i < nobjects; i++) {
 		const struct object *o = &objects[i];
 
 		if (o->runtime || o->libc)
@@ -319,6 +362,49 @@ int regions_init(void)
 	}
 	ready = true;
 	return 0;
+}
+
+/* A library the program loaded with dlopen() (objects.c): application
+ * unless its name says runtime, with the data it has writable now. */
+struct add_ctx {
+	const uintptr_t *bases;
+	int n;
+};
+
+static int add_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct add_ctx *c = data;
+	struct object *o;
+	bool wanted = false;
+
+	for (int i = 0; i < c->n; i++)
+		wanted |= c->bases[i] == info->dlpi_addr;
+	for (int i = 0; i < nobjects; i++)
+		wanted &= objects[i].base != info->dlpi_addr;
+	(void)size;
+	if (!wanted)
+		return 0;
+	if (nobjects == MAX_OBJECTS)
+		return 1;
+	/* Complete before nobjects counts it: malloc reads the table on other
+	 * threads without a lock. */
+	o = &objects[nobjects];
+	fill_object(o, info);
+	o->runtime = is_runtime_root(o) || !strncmp(o->name, "libmpi", 6);
+	__atomic_store_n(&nobjects, nobjects + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int regions_add_objects(const uintptr_t *bases, int n)
+{
+	struct add_ctx c = {bases, n};
+	int first = nobjects;
+
+	if (!ready)
+		return -EAGAIN;
+	if (dl_iterate_phdr(add_object, &c))
+		return -ENOSPC;
+	return regions_walk_maps(find_data, &first);
 }
 
 bool regions_ready(void)

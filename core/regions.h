@@ -29,6 +29,20 @@ bool regions_ready(void);
  * application library, or libc (which serves the application too). */
 bool regions_app_code(uintptr_t pc);
 
+/* Whether the object loaded at base (its dl_iterate_phdr dlpi_addr) is the
+ * executable or an application library: its data, TLS and keys are the
+ * application's (libc serves the application but its state is the
+ * runtime's). Objects stasis does not know are the runtime's. */
+bool regions_app_object(uintptr_t base);
+
+/* Whether pc is code of such an object (not libc's). */
+bool regions_app_object_code(uintptr_t pc);
+
+/* Libraries the program loaded with dlopen() (objects.h), by load base:
+ * application libraries from now on (unless their names are the MPI
+ * library's), their writable data part of the image. 0 or -errno. */
+int regions_add_objects(const uintptr_t *bases, int n);
+
 /* The application image now: writable pages of the application objects,
  * the committed arena, and the main stack from stack_low (rounded down) to
  * its top. Returns the count, or -ENOSPC if max is too small. */
@@ -59,7 +73,8 @@ size_t regions_data(const struct span **out);
 uintptr_t regions_stack_top(void);
 
 /* Calls fn(start, end, perms, path, arg) for each line of /proc/self/maps
- * (path "" for an anonymous mapping). Not reentrant. */
+ * (path "" for an anonymous mapping), without malloc; one walk at a time,
+ * and fn must not start another. */
 int regions_walk_maps(void (*fn)(uintptr_t, uintptr_t, const char *, const char *, void *),
 		      void *arg);
 

@@ -15,6 +15,7 @@
 #include "image.h"
 #include "log.h"
 #include "maps.h"
+#include "objects.h"
 #include "redset.h"
 #include "regions.h"
 #include "restore.h"
@@ -22,6 +23,7 @@
 #include "session.h"
 #include "sigstate.h"
 #include "state.h"
+#include "threads.h"
 
 #define MAX_IDS 4096
 #define TEMP_STACK_SIZE (1 << 20)
@@ -162,6 +164,7 @@ static void jump_into_image(void)
 	arena_finish_restore();
 	maps_apply();
 	fds_relink_streams();
+	threads_release();
 	stasis_depth = target.depth;
 	checkpoint_prepare_resume(target_id);
 	/* Frames restored from the image carry the old process's stack canary;
@@ -278,6 +281,30 @@ static int verify_process(struct session *s, uint64_t id)
 		 (unsigned long long)id, why);
 	session_report(s, why[0] != 0, line);
 	return ret;
+}
+
+/* The rest of the process besides its memory (threads.h): before the
+ * memory comes back. Collective; 0, or -errno after one rank said why. */
+static int restore_process(struct session *s, uint64_t id)
+{
+	char why[1024] = "", line[1200];
+	size_t tls_len, threads_len, objects_len;
+	const void *tls = restore_read_kept(&chain[0], REGION_TLS, &tls_len);
+	const void *threads = restore_read_kept(&chain[0], REGION_THREADS, &threads_len);
+	const void *objects = restore_read_kept(&chain[0], REGION_OBJECTS, &objects_len);
+	int ret, all;
+
+	/* Libraries first: the threads' code and TLS may be theirs. */
+	ret = objects_restore(objects, objects_len, why, sizeof(why));
+	if (!ret)
+		ret = threads_restore(tls, tls_len, threads, threads_len, why, sizeof(why));
+
+	PMPI_Allreduce(&ret, &all, 1, MPI_INT, MPI_MIN, s->comm);
+	if (!all)
+		return 0;
+	snprintf(line, sizeof(line), "checkpoint %llu: %s", (unsigned long long)id, why);
+	session_report(s, ret != 0, line);
+	return all;
 }
 
 /* The chosen checkpoint is complete (some rank holds its record) and every
@@ -404,7 +431,9 @@ int restore_latest(struct session *s)
 	files = restore_read_kept(&chain[0], REGION_FILES, &files_len);
 	if (fds_restart_check(s, cand, files, files_len))
 		return -EINVAL;
-	if (verify_process(s, cand) || replay_mpi(s, cand))
+	/* The libraries the program loaded come back before the mappings
+	 * are checked (they are among them). */
+	if (replay_mpi(s, cand) || restore_process(s, cand) || verify_process(s, cand))
 		return -EINVAL;
 	/* From here memory is overwritten: a failure stops the process. */
 	t1 = monotonic();

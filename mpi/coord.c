@@ -197,7 +197,9 @@ void coord_poll(void)
 
 void coord_wait_point(void)
 {
-	if (coord_flag)
+	if (stasis_app_thread)
+		threads_mpi_call();
+	else if (coord_flag)
 		coord_poll();
 }
 

@@ -32,6 +32,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "threads.h"
+
 struct session;
 
 /* Something for the program's thread to do at its next MPI call: an
@@ -50,9 +52,14 @@ void coord_poll(void);
  * (async-signal-safe). */
 void coord_wanted(void);
 
-/* At the entry of every wrapper. */
+/* At the entry of every wrapper. A thread of the program's other than the
+ * main one is refused (threads.h), and never takes part in an attempt. */
 static inline void coord_entry(void)
 {
+	if (__builtin_expect(stasis_app_thread, 0)) {
+		threads_mpi_call();
+		return;
+	}
 	if (__builtin_expect(coord_flag, 0))
 		coord_poll();
 }

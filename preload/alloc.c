@@ -2,12 +2,14 @@
  * (DESIGN.md section 2, "The application heap").
  *
  * An allocation is the application's when stasis is active in this process
- * (an MPI rank), it happens on the main thread outside every stasis MPI
- * wrapper, and its caller is application code (the executable, an
- * application library, or libc on the application's behalf). Everything
- * else - the MPI library, threads it made, ld.so - gets libc's allocator.
- * free() and realloc() decide by address. The application's mmap() is in
- * mappings.c. */
+ * (an MPI rank), it happens on the main thread or a thread of the
+ * application's (core/threads.h) outside every stasis MPI wrapper, and its
+ * caller is application code (the executable, an application library, or
+ * libc on the application's behalf). Everything else - the MPI library,
+ * threads it made, ld.so - gets libc's allocator. free() and realloc()
+ * decide by address. A thread is never stopped for a checkpoint inside
+ * one of these (stasis_busy): it may hold the arena's lock or libc's. The
+ * application's mmap() is in mappings.c. */
 #define LOG_PREFIX "alloc: "
 #include <errno.h>
 #include <malloc.h>
@@ -18,6 +20,7 @@
 #include "log.h"
 #include "preload.h"
 #include "regions.h"
+#include "threads.h"
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
@@ -29,35 +32,58 @@ extern void *__libc_memalign(size_t, size_t);
 
 EXPORT void *malloc(size_t size)
 {
-	return for_application(CALLER) ? arena_malloc(size) : __libc_malloc(size);
+	void *p;
+
+	stasis_busy_enter();
+	p = for_application(CALLER) ? arena_malloc(size) : __libc_malloc(size);
+	stasis_busy_leave();
+	return p;
 }
 
 EXPORT void *calloc(size_t nmemb, size_t size)
 {
-	return for_application(CALLER) ? arena_calloc(nmemb, size) : __libc_calloc(nmemb, size);
+	void *p;
+
+	stasis_busy_enter();
+	p = for_application(CALLER) ? arena_calloc(nmemb, size) : __libc_calloc(nmemb, size);
+	stasis_busy_leave();
+	return p;
 }
 
 EXPORT void free(void *ptr)
 {
+	stasis_busy_enter();
 	if (arena_contains(ptr))
 		arena_free(ptr);
 	else
 		__libc_free(ptr);
+	stasis_busy_leave();
 }
 
 EXPORT void *realloc(void *ptr, size_t size)
 {
+	void *p;
+
+	stasis_busy_enter();
 	if (arena_contains(ptr))
-		return arena_realloc(ptr, size);
-	if (!ptr && for_application(CALLER))
-		return arena_malloc(size);
-	return __libc_realloc(ptr, size);
+		p = arena_realloc(ptr, size);
+	else if (!ptr && for_application(CALLER))
+		p = arena_malloc(size);
+	else
+		p = __libc_realloc(ptr, size);
+	stasis_busy_leave();
+	return p;
 }
 
 static void *aligned(uintptr_t caller, size_t alignment, size_t size)
 {
-	return for_application(caller) ? arena_memalign(alignment, size)
-				       : __libc_memalign(alignment, size);
+	void *p;
+
+	stasis_busy_enter();
+	p = for_application(caller) ? arena_memalign(alignment, size)
+				    : __libc_memalign(alignment, size);
+	stasis_busy_leave();
+	return p;
 }
 
 EXPORT int posix_memalign(void **out, size_t alignment, size_t size)
@@ -102,8 +128,14 @@ EXPORT size_t malloc_usable_size(void *ptr)
 {
 	extern size_t __malloc_usable_size(void *) __attribute__((weak));
 
-	if (arena_contains(ptr))
-		return arena_usable_size(ptr);
+	if (arena_contains(ptr)) {
+		size_t n;
+
+		stasis_busy_enter();
+		n = arena_usable_size(ptr);
+		stasis_busy_leave();
+		return n;
+	}
 	/* glibc exports no __libc_ name for it; the real one is found once. */
 	static size_t (*real)(void *);
 	if (!real)

@@ -16,8 +16,10 @@
 #include "handles.h"
 #include "log.h"
 #include "preload.h"
+#include "objects.h"
 #include "regions.h"
 #include "session.h"
+#include "threads.h"
 
 /* The launcher, shells and tools the wrappers start get LD_PRELOAD too;
  * only a process that is an MPI rank has one of these. */
@@ -88,7 +90,20 @@ static void load(void)
 		pr_warn("cannot reserve the application arena at %#lx: %s; checkpoints are off",
 			(unsigned long)STASIS_ARENA_BASE, strerror(-ret));
 		stasis_active = false;
+		return;
 	}
+	/* Without its zone, a library the program loads switches checkpoints
+	 * off (objects.h). */
+	ret = objects_init();
+	if (ret)
+		pr_warn("cannot reserve the zone for libraries loaded with dlopen() at %#lx: %s",
+			(unsigned long)STASIS_OBJECTS_BASE, strerror(-ret));
+	/* Without its zone, a thread the program makes switches checkpoints
+	 * off (threads.h). */
+	ret = threads_init();
+	if (ret)
+		pr_warn("cannot reserve the zone for the program's thread stacks at %#lx: %s",
+			(unsigned long)STASIS_STACKS_BASE, strerror(-ret));
 }
 
 /* Whether pc is ld.so's code, found from its ELF header (AT_BASE): no lock,

@@ -39,6 +39,7 @@
 #include "arena.h"
 #include "maps.h"
 #include "preload.h"
+#include "threads.h"
 
 #ifndef PR_SET_MDWE
 #define PR_SET_MDWE 65 /* Linux 6.3, include/uapi/linux/prctl.h */
@@ -120,11 +121,18 @@ static void *program_mmap(void *addr, size_t length, int prot, int flags, int fd
 	return p;
 }
 
+/* An application thread is never stopped for a checkpoint while it holds
+ * the arena's lock or the mapping table's (stasis_busy, threads.h). */
 EXPORT void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
 {
-	if (for_application(CALLER))
-		return program_mmap(addr, length, prot, flags, fd, offset);
-	return raw_mmap(addr, length, prot, flags, fd, offset);
+	void *p;
+
+	if (!for_application(CALLER))
+		return raw_mmap(addr, length, prot, flags, fd, offset);
+	stasis_busy_enter();
+	p = program_mmap(addr, length, prot, flags, fd, offset);
+	stasis_busy_leave();
+	return p;
 }
 
 EXPORT void *mmap64(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
@@ -132,23 +140,38 @@ EXPORT void *mmap64(void *addr, size_t length, int prot, int flags, int fd, off_
 
 EXPORT int mprotect(void *addr, size_t length, int prot)
 {
-	if (from_program(CALLER))
-		return maps_mprotect(addr, length, prot);
-	return syscall(SYS_mprotect, addr, length, prot);
+	int ret;
+
+	if (!from_program(CALLER))
+		return syscall(SYS_mprotect, addr, length, prot);
+	stasis_busy_enter();
+	ret = maps_mprotect(addr, length, prot);
+	stasis_busy_leave();
+	return ret;
 }
 
 EXPORT int madvise(void *addr, size_t length, int advice)
 {
-	if (from_program(CALLER))
-		return maps_madvise(addr, length, advice);
-	return syscall(SYS_madvise, addr, length, advice);
+	int ret;
+
+	if (!from_program(CALLER))
+		return syscall(SYS_madvise, addr, length, advice);
+	stasis_busy_enter();
+	ret = maps_madvise(addr, length, advice);
+	stasis_busy_leave();
+	return ret;
 }
 
 EXPORT int munmap(void *addr, size_t length)
 {
 	if (arena_contains(addr)) {
+		int ret;
+
+		stasis_busy_enter();
 		maps_unmapping(addr, length);
-		return arena_unmap(addr, length) ? (errno = EINVAL, -1) : 0;
+		ret = arena_unmap(addr, length);
+		stasis_busy_leave();
+		return ret ? (errno = EINVAL, -1) : 0;
 	}
 	if (from_program(CALLER) && maps_in_image((uintptr_t)addr, length))
 		session_unsupported("munmap() of the program's static data or stack");
@@ -165,8 +188,14 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		new_addr = va_arg(ap, void *);
 		va_end(ap);
 	}
-	if (arena_contains(old))
-		return maps_arena_mremap(old, old_len, new_len, flags);
+	if (arena_contains(old)) {
+		void *p;
+
+		stasis_busy_enter();
+		p = maps_arena_mremap(old, old_len, new_len, flags);
+		stasis_busy_leave();
+		return p;
+	}
 	if (from_program(CALLER)) {
 		if (maps_in_image((uintptr_t)old, old_len))
 			session_unsupported("mremap() of the program's static data or stack");

@@ -1,24 +1,139 @@
-/* Threads the application creates would need their own stacks and
- * registers saved: not supported yet, so checkpoints stop with a warning.
- * Threads the MPI library creates (inside a wrapper, or from its own code)
- * are runtime and pass. */
+/* Threads and thread-local storage of the application (core/threads.h,
+ * core/tls.h): the threads it creates, joins and ends, the pthread keys it
+ * makes, and dl_iterate_phdr(), inside which a thread holds ld.so's lock
+ * (it is not stopped there). Threads the MPI library or stasis creates
+ * (inside a wrapper, or from their own code) pass unchanged. */
+#include <link.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
-#include "regions.h"
 #include "preload.h"
+#include "regions.h"
+#include "threads.h"
+#include "tls.h"
 
+#define CALLER ((uintptr_t)__builtin_return_address(0))
+/* The next definition of fn, found once. */
+#define REAL(fn)                                                                                   \
+	static __typeof__(fn) *real;                                                               \
+	if (!real)                                                                                 \
+	real = (__typeof__(fn) *)stasis_next_symbol(#fn)
 
 EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 			  void *(*start)(void *), void *arg)
 {
-	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-	uintptr_t caller = (uintptr_t)__builtin_return_address(0);
+	int ret;
 
-	if (stasis_active && stasis_depth == 0 && regions_app_code(caller))
-		session_unsupported("application threads (pthread_create)");
-	if (!real)
-		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
-				void *))stasis_next_symbol("pthread_create");
-	return real(thread, attr, start, arg);
+	if (!(stasis_active && stasis_depth == 0 && regions_ready() && regions_app_code(CALLER))) {
+		REAL(pthread_create);
+		return real(thread, attr, start, arg);
+	}
+	stasis_busy_enter();
+	ret = threads_create(thread, attr, start, arg);
+	stasis_busy_leave();
+	return ret;
+}
+
+EXPORT int pthread_join(pthread_t t, void **retval)
+{
+	int ret;
+
+	REAL(pthread_join);
+	ret = real(t, retval);
+	if (!ret) {
+		stasis_busy_enter();
+		threads_joined(t);
+		stasis_busy_leave();
+	}
+	return ret;
+}
+
+EXPORT int pthread_tryjoin_np(pthread_t t, void **retval)
+{
+	int ret;
+
+	REAL(pthread_tryjoin_np);
+	ret = real(t, retval);
+	if (!ret) {
+		stasis_busy_enter();
+		threads_joined(t);
+		stasis_busy_leave();
+	}
+	return ret;
+}
+
+EXPORT int pthread_timedjoin_np(pthread_t t, void **retval, const struct timespec *abstime)
+{
+	int ret;
+
+	REAL(pthread_timedjoin_np);
+	ret = real(t, retval, abstime);
+	if (!ret) {
+		stasis_busy_enter();
+		threads_joined(t);
+		stasis_busy_leave();
+	}
+	return ret;
+}
+
+EXPORT int pthread_detach(pthread_t t)
+{
+	int ret;
+
+	REAL(pthread_detach);
+	ret = real(t);
+	if (!ret) {
+		stasis_busy_enter();
+		threads_detached(t);
+		stasis_busy_leave();
+	}
+	return ret;
+}
+
+EXPORT void pthread_exit(void *retval)
+{
+	REAL(pthread_exit);
+	threads_exiting(retval);
+	real(retval);
+	__builtin_unreachable();
+}
+
+/* Every key is seen, whoever makes it: the caller decides whose it is. */
+EXPORT int pthread_key_create(pthread_key_t *key, void (*destructor)(void *))
+{
+	int ret;
+
+	REAL(pthread_key_create);
+	stasis_busy_enter();
+	ret = real(key, destructor);
+	if (!ret)
+		tls_key_created(*key, destructor, CALLER);
+	stasis_busy_leave();
+	return ret;
+}
+
+EXPORT int pthread_key_delete(pthread_key_t key)
+{
+	int ret;
+
+	REAL(pthread_key_delete);
+	stasis_busy_enter();
+	tls_key_deleting(key);
+	ret = real(key);
+	if (ret)
+		tls_key_kept(key);
+	stasis_busy_leave();
+	return ret;
+}
+
+EXPORT int dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+	int ret;
+
+	REAL(dl_iterate_phdr);
+	stasis_busy_enter();
+	ret = real(callback, data);
+	stasis_busy_leave();
+	return ret;
 }

@@ -6,7 +6,8 @@
  * hashes the whole grid and the list, so a restart that loses or corrupts
  * any of them changes the output.
  *
- *   heat [N [ITERS]] [--thread] [--multiple] [--split] [--type] [--unknown]
+ *   heat [N [ITERS]] [--thread] [--own-stack] [--multiple] [--mpi-thread] [--split]
+ *        [--type] [--unknown]
  *
  * N x N grid split in rows over the ranks, ITERS Jacobi sweeps. Each sweep
  * exchanges halos (MPI_Sendrecv on even sweeps, MPI_Isend/Irecv/Waitall on
@@ -16,7 +17,11 @@
  * The flags exercise MPI features stasis must warn about; none of them
  * changes the printed result, so their output equals the plain run's:
  *   --thread    a pthread computes the initial source term, then is joined
+ *   --own-stack with --thread: the thread runs on a stack the program
+ *               allocated itself (pthread_attr_setstack)
  *   --multiple  MPI_Init_thread(MPI_THREAD_MULTIPLE)
+ *   --mpi-thread with --multiple: a second thread calls MPI (allreduces on a
+ *               duplicate of MPI_COMM_WORLD) while the main thread computes
  *   --split     MPI_Comm_split once, plus an allreduce on it every sweep
  *   --type      halos travel as one MPI_Type_contiguous row
  *   --unknown   calls a function of the MPI tool interface (MPI_T_*),
@@ -53,7 +58,7 @@ static struct note *notes;
 
 struct opts {
 	int n, iters;
-	int thread, multiple, split, type, unknown;
+	int thread, own_stack, multiple, mpi_thread, split, type, unknown;
 };
 
 static void die(const char *msg)
@@ -72,6 +77,10 @@ static void parse(int argc, char **argv, struct opts *o)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--thread"))
 			o->thread = 1;
+		else if (!strcmp(argv[i], "--own-stack"))
+			o->own_stack = 1;
+		else if (!strcmp(argv[i], "--mpi-thread"))
+			o->mpi_thread = 1;
 		else if (!strcmp(argv[i], "--multiple"))
 			o->multiple = 1;
 		else if (!strcmp(argv[i], "--unknown"))
@@ -85,8 +94,9 @@ static void parse(int argc, char **argv, struct opts *o)
 		else if (pos == 1 && atoi(argv[i]) > 0)
 			o->iters = atoi(argv[i]), pos++;
 		else {
-			fprintf(stderr, "usage: heat [N [ITERS]] [--thread] [--multiple] [--split] "
-					"[--type] [--unknown]\n");
+			fprintf(stderr,
+				"usage: heat [N [ITERS]] [--thread] [--own-stack] [--multiple] "
+				"[--mpi-thread] [--split] [--type] [--unknown]\n");
 			exit(2);
 		}
 	}
@@ -128,6 +138,29 @@ static double source_at(int n, int i, int j)
 	if ((i == n / 3 && j > n / 4 && j < n / 2) || (j == 2 * n / 3 && i > n / 2))
 		return 1.0;
 	return h < 3 ? 0.25 : 0.0;
+}
+
+/* --mpi-thread: allreduces on a communicator of its own, as a thread of an
+ * MPI_THREAD_MULTIPLE program may do; the result must be the rank count. */
+struct mpi_job {
+	MPI_Comm comm;
+	int rounds;
+};
+
+static void *reduce_alongside(void *arg)
+{
+	struct mpi_job *job = arg;
+	int one = 1, size, sum;
+
+	MPI_Comm_size(job->comm, &size);
+	for (int i = 0; i < job->rounds / 10 + 1; i++) {
+		MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, job->comm);
+		if (sum != size) {
+			fprintf(stderr, "heat: the second thread's allreduce gave %d\n", sum);
+			exit(2);
+		}
+	}
+	return NULL;
 }
 
 struct source_job {
@@ -212,12 +245,27 @@ int main(int argc, char **argv)
 
 	struct source_job job = {n, p, src};
 	if (o.thread) {
+		pthread_attr_t attr;
 		pthread_t t;
+		size_t stack_size = 1 << 20;
+		void *stack = o.own_stack ? malloc(stack_size) : NULL;
 
-		if (pthread_create(&t, NULL, fill_source, &job) || pthread_join(t, NULL))
+		pthread_attr_init(&attr);
+		if (stack)
+			pthread_attr_setstack(&attr, stack, stack_size);
+		if (pthread_create(&t, &attr, fill_source, &job) || pthread_join(t, NULL))
 			die("pthread_create/join failed");
+		pthread_attr_destroy(&attr);
+		free(stack);
 	} else {
 		fill_source(&job);
+	}
+	pthread_t mpi_thread;
+	struct mpi_job mjob = {MPI_COMM_NULL, o.iters};
+	if (o.mpi_thread) {
+		MPI_Comm_dup(MPI_COMM_WORLD, &mjob.comm);
+		if (pthread_create(&mpi_thread, NULL, reduce_alongside, &mjob))
+			die("pthread_create failed");
 	}
 
 	int row_count = n;
@@ -279,6 +327,11 @@ int main(int argc, char **argv)
 			nt->next = notes;
 			notes = nt;
 		}
+	}
+
+	if (o.mpi_thread) {
+		pthread_join(mpi_thread, NULL);
+		MPI_Comm_free(&mjob.comm);
 	}
 
 	/* Gather the interior rows on rank 0 in global order and hash them with

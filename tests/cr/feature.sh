@@ -1,18 +1,24 @@
 #!/bin/bash
-# feature.sh thread|unknown: heat using something stasis cannot restore must
-# still run to completion under stasis-run with the uninterrupted output,
-# and stasis must warn about it in a line of its own naming it:
-#   thread   a pthread of the program's (refused where it is made)
-#   unknown  a function of the MPI tool interface, which the table of MPI
-#            calls does not classify (called right after MPI_Init, so no
-#            checkpoint may be taken at all)
+# feature.sh thread|mpi-thread|unknown: heat using something stasis cannot
+# restore must still run to completion under stasis-run with the
+# uninterrupted output, and stasis must warn about it in a line of its own
+# naming it:
+#   thread      a pthread of the program's on a stack the program allocated
+#               itself (refused where it is made; threads on stacks of
+#               their own are restored)
+#   mpi-thread  an MPI_THREAD_MULTIPLE program whose second thread calls MPI
+#               while the main thread computes (refused at the call)
+#   unknown     a function of the MPI tool interface, which the table of MPI
+#               calls does not classify (called right after MPI_Init, so no
+#               checkpoint may be taken at all)
 set -euo pipefail
 # shellcheck source=../lib/cr.sh
 source "$(dirname "$0")/../lib/cr.sh"
 
-feature=${1:?usage: feature.sh thread|unknown}
+feature=${1:?usage: feature.sh thread|mpi-thread|unknown}
 case $feature in
-thread) flag=--thread re='thread' ;;
+thread) flag='--thread --own-stack' re='stack of the program' ;;
+mpi-thread) flag='--multiple --mpi-thread' re='MPI called from a thread' ;;
 unknown) flag=--unknown re='MPI_T_init_thread' ;;
 *)
 	echo "unknown feature $feature" >&2
@@ -21,8 +27,8 @@ unknown) flag=--unknown re='MPI_T_init_thread' ;;
 esac
 
 cr_setup
-# shellcheck disable=SC2046 # the default arguments are words
-cr_app heat $(cr_default_args heat) "$flag"
+# shellcheck disable=SC2046,SC2086 # the default arguments and flags are words
+cr_app heat $(cr_default_args heat) $flag
 cr_reference
 cr_run_wait run
 cr_expect_status run 0

@@ -52,6 +52,10 @@ cr_default_args() {
 	phases) echo "8 200" ;;
 	files | files_f) echo "4096 20000" ;;
 	mpiio) echo "64 6000" ;;
+	tls) echo "4096 8000" ;;
+	plugin) echo "4096 8000" ;;
+	workers) echo "4096 4000" ;;
+	omp) echo "65536 4000" ;;
 	*) echo "" ;;
 	esac
 }

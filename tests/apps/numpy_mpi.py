@@ -1,0 +1,56 @@
+"""numpy_mpi: a short numpy + mpi4py computation (issue 9), as a Python user
+writes one: a diffusion on a numpy grid split into rows across the ranks,
+halos exchanged with Sendrecv, a sum reduced every step, matrix products
+(BLAS), a random generator's state, a dict and a Decimal growing as it
+goes. mpi4py asks
+for its default thread level (MPI_THREAD_MULTIPLE) and loads the MPI
+library on import; json and decimal (extension modules of their own) are
+imported after MPI_Init.
+
+    python3 numpy_mpi.py ITERS [N]
+
+Output (rank 0, stdout, at the end): one line with every rank's digest.
+"""
+import sys
+import zlib
+
+import numpy as np
+from mpi4py import MPI
+
+import decimal
+import json
+
+
+def main():
+    iters = int(sys.argv[1])
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 128
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    rng = np.random.default_rng(1234 + rank)
+    u = rng.random((n, n))
+    up, down = (rank - 1) % size, (rank + 1) % size
+    top, bottom = np.empty(n), np.empty(n)
+    hist = {}
+    acc = decimal.Decimal(0)
+    for it in range(iters):
+        comm.Sendrecv(u[0].copy(), dest=up, recvbuf=bottom, source=down)
+        comm.Sendrecv(u[-1].copy(), dest=down, recvbuf=top, source=up)
+        ext = np.vstack([top, u, bottom])
+        u = 0.25 * (ext[:-2] + ext[2:] + np.roll(u, 1, axis=1) + np.roll(u, -1, axis=1))
+        u += 1e-3 * rng.standard_normal(u.shape)
+        s = comm.allreduce(float(u.sum()), op=MPI.SUM)
+        acc += decimal.Decimal(s).quantize(decimal.Decimal("1e-6"))
+        key = "k%d" % (it % 97)
+        hist[key] = hist.get(key, 0) + int(abs(s) * 1000) % 1009
+        if it % 50 == 0:
+            hist["w%d" % it] = round(float(np.linalg.norm(u)), 9)
+        if it % 10 == 0:
+            # A matrix product: BLAS's, on its threads if it has any.
+            hist["m%d" % it] = round(float((u @ u.T).trace()), 6)
+    mine = zlib.crc32(u.tobytes()) ^ zlib.crc32(json.dumps(hist, sort_keys=True).encode())
+    every = comm.gather([mine, str(acc)], root=0)
+    if rank == 0:
+        print("numpy_mpi: iters=%d n=%d ranks=%d %s" % (iters, n, size, json.dumps(every)))
+
+
+main()
