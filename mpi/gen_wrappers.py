@@ -20,145 +20,9 @@ supported (stasis-run --unsupported).
 import re
 import sys
 
-HANDLES = {
-    "MPI_Comm": "VH_COMM",
-    "MPI_Group": "VH_GROUP",
-    "MPI_Datatype": "VH_TYPE",
-    "MPI_Op": "VH_OP",
-    "MPI_Request": "VH_REQUEST",
-    "MPI_Errhandler": "VH_ERRHANDLER",
-    "MPI_Info": "VH_INFO",
-    "MPI_File": "VH_FILE",
-}
-NULLS = {
-    "VH_COMM": "MPI_COMM_NULL",
-    "VH_GROUP": "MPI_GROUP_NULL",
-    "VH_TYPE": "MPI_DATATYPE_NULL",
-    "VH_OP": "MPI_OP_NULL",
-    "VH_REQUEST": "MPI_REQUEST_NULL",
-    "VH_ERRHANDLER": "MPI_ERRHANDLER_NULL",
-    "VH_INFO": "MPI_INFO_NULL",
-    "VH_FILE": "MPI_FILE_NULL",
-}
-KINDS = {
-    "safe", "collective", "icollective", "send", "isend", "recv", "irecv",
-    "sendrecv", "mprobe", "mrecv", "persistent", "start", "complete",
-    "reqfree", "comm_new", "group_new", "type_new", "info_new", "commit",
-    "free", "buffer_attach", "buffer_detach", "c2f", "f2c", "custom",
-    "custom_c", "unsupported",
-}
-ARRAY_BUF = 16
-OP_SLOTS = 256
-ERRHANDLER_SLOTS = 64
-
-
-class Param:
-    def __init__(self, text):
-        self.text = " ".join(text.split())
-        m = re.match(r"^(const\s+)?(.*?)\s*(\w+)\s*((?:\[[^\]]*\])*)$", self.text)
-        if not m:
-            raise SystemExit("cannot parse parameter: " + text)
-        self.const = bool(m.group(1))
-        typ, self.name, dims = m.group(2), m.group(3), m.group(4)
-        self.ptr = typ.count("*")
-        self.base = typ.replace("*", "").strip()
-        self.array = bool(dims)
-        self.dims = dims
-        self.kind = HANDLES.get(self.base)
-        self.keyval = self.base == "int" and self.name.endswith("keyval")
-
-    def handle_scalar(self):
-        return self.kind and not self.array and self.ptr == 0
-
-    def handle_ptr(self):
-        return self.kind and not self.array and self.ptr == 1
-
-    def handle_array(self):
-        return self.kind and self.array and self.ptr == 0
-
-    def is_char(self):
-        return self.base == "char"
-
-
-class Func:
-    def __init__(self, name, ret, params):
-        self.name = name          # e.g. Comm_split
-        self.ret = ret
-        self.params = params
-        self.kind = "unknown"
-        self.ann = {}
-        self.lens = {}
-
-    def param(self, name):
-        for p in self.params:
-            if p.name == name:
-                return p
-        raise SystemExit("calls.def: MPI_%s has no parameter %s" % (self.name, name))
-
-    @property
-    def full(self):
-        return "MPI_" + self.name
-
-
-def parse_header(path):
-    text = open(path).read()
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    text = re.sub(r"//[^\n]*", "", text)
-    funcs = {}
-    for ret, name, params in re.findall(
-            r"OMPI_DECLSPEC\s+([^;{]*?)\b(MPI_\w+)\s*\(([^;]*?)\)\s*[^;]*;", text):
-        params = " ".join(params.split())
-        plist = []
-        if params not in ("void", "") and "..." not in params:
-            plist = [Param(p) for p in params.split(",")]
-        elif "..." in params:
-            plist = [Param(params.split(",")[0])]
-        funcs[name[4:]] = Func(name[4:], " ".join(ret.split()), plist)
-    if not funcs:
-        raise SystemExit("%s: no MPI function found" % path)
-    return funcs
-
-
-def parse_table(path, funcs):
-    for lineno, line in enumerate(open(path), 1):
-        line = line.split("#", 1)[0].split()
-        if not line:
-            continue
-        name, kind, anns = line[0], line[1], line[2:]
-        if name not in funcs:
-            raise SystemExit("%s:%d: MPI_%s is not in mpi.h" % (path, lineno, name))
-        if kind not in KINDS:
-            raise SystemExit("%s:%d: unknown kind %s" % (path, lineno, kind))
-        f = funcs[name]
-        f.kind = kind
-        for a in anns:
-            key, _, value = a.partition("=")
-            if key.startswith("len."):
-                f.param(key[4:])
-                f.lens[key[4:]] = value
-            else:
-                f.ann[key] = value
-        for p in f.params:
-            if (p.handle_array() or (p.kind and p.array)) and p.name not in f.lens:
-                raise SystemExit("%s:%d: MPI_%s: handle array %s needs len.%s=" %
-                                 (path, lineno, name, p.name, p.name))
-
-
-def has_fortran(f):
-    return f.kind not in ("c2f", "f2c") and not f.name.startswith("T_") and \
-        f.name not in ("Status_c2f", "Status_f2c")
-
-
-def len_expr(f, p):
-    """A C expression for the length of array p (handles as real ones)."""
-    expr = f.lens[p.name]
-    for fn in ("size", "peers", "indegree", "outdegree"):
-        expr = re.sub(r"\b%s\(" % fn, "mpi_%s(" % fn, expr)
-    for q in f.params:
-        if q.kind:
-            expr = re.sub(r"(?<![\w.])%s\b" % q.name, "r_" + q.name, expr)
-    return "(" + expr + ")"
-
+from gen_recorded import emit_recorded, emit_trampolines, write_recorders_h
+from gen_table import (ARRAY_BUF, HANDLES, NULLS, has_fortran, indent, len_expr,
+                       parse_header, parse_table, req_kind)
 
 # --- hooks shared by both languages -------------------------------------------
 # Hook code refers to parameters by their C names: in a C wrapper they are the
@@ -189,17 +53,6 @@ def recv_hook(f, ann):
     if len(fields) == 4:
         call = "if (traffic_root_prepares(r_comm, root))\n\t\t%s" % call
     return call
-
-
-def req_kind(f):
-    name = f.name
-    if f.kind in ("isend",) or (f.kind == "persistent" and "send" in name.lower()):
-        return "mpi_req_kind(VH_SEND, dest)"
-    if f.kind in ("irecv",) or (f.kind == "persistent" and name == "Recv_init"):
-        return "mpi_req_kind(VH_RECV, source)"
-    if f.kind == "mrecv":
-        return "mpi_req_kind(VH_RECV, m_ == MPI_MESSAGE_NO_PROC ? MPI_PROC_NULL : 0)"
-    return "0"
 
 
 def record_args(f, fortran):
@@ -754,123 +607,6 @@ def emit_conversion(f):
         base, f.name, p.text, base, k, p.name)
 
 
-def indent(lines):
-    out = []
-    for line in lines:
-        if line == "out:":
-            out.append("out:")
-        elif line == "":
-            out.append("")
-        else:
-            out.append("\t" + line)
-    return "\n".join(out)
-
-
-# --- recorded calls ------------------------------------------------------------
-
-def emit_recorder(f):
-    """mpi_record_<Name>(b, args): the call id and its arguments."""
-    made = f.params[-1]
-    params = []
-    puts = ["rb_int(b, CALL_%s);" % f.name]
-    for p in f.params[:-1]:
-        params.append(p.text)
-        n = p.name
-        if p.handle_scalar():
-            puts.append("rb_handle(b, %s, %s);" % (p.kind, n))
-        elif p.handle_array():
-            puts.append("rb_handles(b, %s, (void *const *)%s, %s);" %
-                        (p.kind, n, f.lens[n]))
-        elif p.base == "int" and not p.array and p.ptr == 0:
-            puts.append("rb_int(b, %s);" % n)
-        elif p.base == "int" and p.array:
-            puts.append("rb_ints(b, %s, %s);" % (n, f.lens[n]))
-        elif p.base == "MPI_Aint" and p.array:
-            puts.append("rb_aints(b, %s, %s);" % (n, f.lens[n]))
-        elif p.base in ("MPI_Aint", "MPI_Count", "MPI_Offset") and not p.array:
-            puts.append("rb_u64(b, (uint64_t)%s);" % n)
-        elif p.base == "void" and p.ptr == 1:
-            puts.append("rb_u64(b, (uintptr_t)%s);" % n)
-        else:
-            raise SystemExit("MPI_%s: cannot record parameter %s" % (f.name, p.text))
-    if not made.handle_ptr():
-        raise SystemExit("MPI_%s: the last parameter must be the object made" % f.name)
-    return "\nvoid mpi_record_%s(struct rec_builder *b, %s)\n{\n%s\n}\n" % (
-        f.name, ", ".join(params), indent(puts))
-
-
-def emit_replayer(f):
-    reads, args = [], []
-    for i, p in enumerate(f.params[:-1]):
-        v = "a%d" % i
-        if p.handle_scalar():
-            reads.append("%s %s = (%s)rr_handle(r, %s);" % (p.base, v, p.base, p.kind))
-        elif p.handle_array():
-            reads.append("int n%d;" % i)
-            reads.append("%s *%s = (%s *)rr_handles(r, %s, &n%d);" % (p.base, v, p.base, p.kind, i))
-        elif p.base == "int" and not p.array:
-            reads.append("int %s = rr_int(r);" % v)
-        elif p.base == "int":
-            reads.append("int n%d;" % i)
-            reads.append("int *%s = (int *)rr_ints(r, &n%d);" % (v, i))
-        elif p.base == "MPI_Aint" and p.array:
-            reads.append("int n%d;" % i)
-            reads.append("MPI_Aint *%s = (MPI_Aint *)rr_aints(r, &n%d);" % (v, i))
-        elif p.base in ("MPI_Aint", "MPI_Count", "MPI_Offset"):
-            reads.append("%s %s = (%s)rr_u64(r);" % (p.base, v, p.base))
-        else:
-            reads.append("void *%s = (void *)(uintptr_t)rr_u64(r);" % v)
-        args.append(v)
-    made = f.params[-1]
-    args.append("(%s *)real" % made.base)
-    flags = "0"
-    if f.kind == "persistent":
-        flags = "VH_PERSISTENT | " + req_kind(f).replace("dest", "a3").replace("source", "a3")
-    body = reads + [
-        "if (r->bad)",
-        "\treturn -EBADMSG;",
-        "*flags = %s;" % flags,
-        "return PMPI_%s(%s) == MPI_SUCCESS ? 0 : -EINVAL;" % (f.name, ", ".join(args)),
-    ]
-    return "\nstatic int replay_%s(struct rec_reader *r, void **real, uint32_t *flags)\n{\n%s\n}\n" % (
-        f.name, indent(body))
-
-
-def emit_recorded(funcs):
-    recorded = [f for f in funcs if f.kind in ("type_new", "persistent")]
-    if not any(f.name == "Type_dup" for f in recorded):
-        raise SystemExit("calls.def: Type_dup must be type_new (mpi_adopt records with it)")
-    out = ["\n/* --- calls recorded by their arguments -------------------------------- */\n"]
-    out.append("enum recorded_call {\n" + "".join(
-        "\tCALL_%s = %d,\n" % (f.name, i + 1) for i, f in enumerate(recorded)) + "};\n")
-    for f in recorded:
-        out.append(emit_recorder(f))
-        out.append(emit_replayer(f))
-    out.append("\nint mpi_replay_call(struct mpi_record *rec, void **real, uint32_t *flags)\n{\n"
-               "\tstruct rec_reader r = rr_open(rec->data, rec->len);\n"
-               "\tint ret;\n\n\tswitch (rr_int(&r)) {\n")
-    for f in recorded:
-        out.append("\tcase CALL_%s:\n\t\tret = replay_%s(&r, real, flags);\n\t\tbreak;\n" %
-                   (f.name, f.name))
-    out.append("\tdefault:\n\t\tret = -EBADMSG;\n\t}\n\trr_done(&r);\n\treturn ret;\n}\n")
-    return "".join(out)
-
-
-def emit_trampolines():
-    out = ["\n/* --- trampolines: one per slot (callbacks.h) ------------------------------ */\n"]
-    for i in range(OP_SLOTS):
-        out.append("static void op_%d(void *a, void *b, int *n, MPI_Datatype *t)\n"
-                   "{\n\tmpi_op_call(%d, a, b, n, t);\n}\n" % (i, i))
-    out.append("\nMPI_User_function *const mpi_op_trampolines[MPI_OP_SLOTS] = {\n" +
-               "".join("\top_%d,\n" % i for i in range(OP_SLOTS)) + "};\n")
-    for i in range(ERRHANDLER_SLOTS):
-        out.append("static void eh_%d(MPI_Comm *c, int *e, ...)\n"
-                   "{\n\tmpi_errhandler_call(%d, c, e);\n}\n" % (i, i))
-    out.append("\nMPI_Comm_errhandler_function *const mpi_errhandler_trampolines[MPI_ERRHANDLER_SLOTS] = {\n" +
-               "".join("\teh_%d,\n" % i for i in range(ERRHANDLER_SLOTS)) + "};\n")
-    return "".join(out)
-
-
 HEADER = """/* Generated by gen_wrappers.py from mpi.h and calls.def: do not edit. */
 /* mpi.h declares the functions MPI-3 removed only when asked: they are
  * wrapped too, for binaries built against older headers. */
@@ -944,16 +680,7 @@ def main():
     out.append(emit_trampolines())
     with open(out_c, "w") as fp:
         fp.write("".join(out))
-    with open(out_h, "w") as fp:
-        fp.write("/* Generated by gen_wrappers.py: the recorders of the calls recorded by\n"
-                 " * their arguments (calls.def kinds type_new and persistent). */\n"
-                 "#ifndef STASIS_MPI_RECORDERS_H\n#define STASIS_MPI_RECORDERS_H\n\n"
-                 "#include <mpi.h>\n\n#include \"record.h\"\n\n")
-        for f in ordered:
-            if f.kind in ("type_new", "persistent"):
-                fp.write("void mpi_record_%s(struct rec_builder *b, %s);\n" %
-                         (f.name, ", ".join(p.text for p in f.params[:-1])))
-        fp.write("\n#endif\n")
+    write_recorders_h(out_h, ordered)
     with open(out_list, "w") as fp:
         fp.write("MPI calls that switch checkpoints off (from %s):\n\n" % table.split("/")[-1])
         for what, kind in (("not supported yet", "unsupported"), ("not known", "unknown")):
