@@ -117,7 +117,7 @@ struct where_record {
 };
 
 /* REGION_SIGNALS: what the kernel keeps of the program's signals
- * (core/sigstate.h). Signal sets are 64-bit masks, signal s as bit s - 1. */
+ * (process/sigstate.h). Signal sets are 64-bit masks, signal s as bit s - 1. */
 #define STASIS_SIGNALS_MAGIC "STASISSG"
 #define STASIS_SIGNALS_MAX 65 /* signals 1..64, index = signal number */
 
@@ -148,7 +148,7 @@ struct signals_record {
 };
 
 /* REGION_MAPS: what the image expects of the address space it is put back
- * into (core/maps.h): the application libraries, by load address and file
+ * into (process/maps.h): the application libraries, by load address and file
  * contents, the top of the main stack, and the memory of the image whose
  * protection or kind is not the default (read-write, private). A
  * struct maps_record, then nobjects struct maps_object, then nranges
@@ -182,7 +182,7 @@ struct maps_record {
 	uint64_t stack_top; /* end of the [stack] mapping */
 };
 
-/* REGION_FILES: the program's open descriptors (core/fds.h): a struct
+/* REGION_FILES: the program's open descriptors (process/fds.h): a struct
  * files_header, nfiles struct file_record, nstreams u64 addresses of the
  * program's stdio streams (FILE structures in the arena, in libc's list
  * order), then the paths the records point into. */
@@ -219,7 +219,7 @@ struct file_record {
 	int64_t mtime_sec, mtime_nsec;
 };
 
-/* REGION_TLS: the application's thread-local storage (core/tls.h). Its
+/* REGION_TLS: the application's thread-local storage (process/tls.h). Its
  * pthread keys first (the keys the program made, in key order), then one
  * section per thread: a struct tls_thread, the thread's value of every key
  * (nkeys uint64_t, in the same order), and its blocks, each a struct
@@ -258,7 +258,7 @@ struct tls_block {
 };
 
 /* REGION_THREADS: the application's threads other than the main one
- * (core/threads.h), each a struct thread_record followed by the part of
+ * (process/threads.h), each a struct thread_record followed by the part of
  * its stack in use, from `low` to `top`, padded to a multiple of 8. A
  * thread that had ended but was not joined yet has no stack saved. */
 #define STASIS_THREADS_MAGIC "STASISTH"
@@ -297,7 +297,7 @@ struct thread_record {
 };
 
 /* REGION_OBJECTS: the libraries the program loaded with dlopen(), in the
- * order it loaded them (core/objects.h): one struct objects_group per
+ * order it loaded them (process/objects.h): one struct objects_group per
  * dlopen() that loaded something, each followed by its `count` struct
  * objects_entry (the objects that call loaded, in ld.so's order). A
  * restart loads each group again at the same addresses before the memory

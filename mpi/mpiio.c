@@ -615,7 +615,7 @@ static int read_state(struct rec_reader *r, const struct mpi_record *rec, struct
 	return r->bad || !st->name || !st->datarep ? -EBADMSG : 0;
 }
 
-/* The file as the checkpoint left it (core/fds_image.c checks the
+/* The file as the checkpoint left it (process/fds_image.c checks the
  * program's other files the same way). */
 static int check_file(const struct file_state *st, char *why, size_t len)
 {

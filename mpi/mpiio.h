@@ -4,7 +4,7 @@
  * state: its size, inode and modification time, its view (displacement,
  * etype, filetype, data representation), the individual and shared file
  * pointers, atomicity and error handler. A restart checks the file as it
- * checks the program's other files (core/fds.h: read-only ones unchanged,
+ * checks the program's other files (process/fds.h: read-only ones unchanged,
  * written ones no shorter, the same inode), opens it again collectively
  * on the same processes, cuts it back to its size, and puts view and
  * pointers back under the same handle.
@@ -32,7 +32,7 @@ MPI_Comm mpiio_comm(MPI_File v);
 /* Before a write to v (fwrite= of calls.def): at explicit offset (in
  * etypes of the view), or at the individual or shared file pointer; and
  * before v's size is set. A write below the file's size at the newest
- * checkpoint is one a restart could not undo (core/fds.h). */
+ * checkpoint is one a restart could not undo (process/fds.h). */
 void mpiio_will_write_at(MPI_File v, MPI_Offset offset);
 void mpiio_will_write(MPI_File v, bool shared);
 void mpiio_will_cut(MPI_File v, MPI_Offset size);

@@ -3,7 +3,7 @@
  *
  * An allocation is the application's when stasis is active in this process
  * (an MPI rank), it happens on the main thread or a thread of the
- * application's (core/threads.h) outside every stasis MPI wrapper, and its
+ * application's (process/threads.h) outside every stasis MPI wrapper, and its
  * caller is application code (the executable, an application library, or
  * libc on the application's behalf). Everything else - the MPI library,
  * threads it made, ld.so - gets libc's allocator. free() and realloc()

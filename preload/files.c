@@ -1,5 +1,5 @@
 /* The calls that make, duplicate and close descriptors, seen for the
- * program's descriptors (core/fds.h): a descriptor is the program's when
+ * program's descriptors (process/fds.h): a descriptor is the program's when
  * the rule of the heap says so (alloc.c): stasis is active, the call comes
  * from application code (the executable, its libraries, libc on its
  * behalf) on the main thread outside every stasis wrapper. Everything else

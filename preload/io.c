@@ -90,7 +90,7 @@ EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
  * writable first, and gives the stream one first if it has none yet (as
  * the refill would: _IO_doallocbuf), so that it is never a fresh page of
  * the arena the kernel cannot write. The buffer stays in the arena: the
- * program's streams are restored with its memory (core/fds.h). */
+ * program's streams are restored with its memory (process/fds.h). */
 extern void _IO_doallocbuf(FILE *fp);
 
 /* Some of these are macros of glibc's optimised headers. */

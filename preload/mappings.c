@@ -1,6 +1,6 @@
 /* The application's mappings (DESIGN.md section 2, "The application heap",
  * and section 10): where its mmap()s go, and every call that changes
- * mapping state a restart must put back, recorded by core/maps.c or
+ * mapping state a restart must put back, recorded by process/maps.c or
  * refused.
  *
  * - Anonymous mmap()s (of /dev/zero too), private or MAP_SHARED, at an

@@ -24,7 +24,7 @@ void stasis_load_early(uintptr_t caller);
 /* Whether a call from code at caller is the application's, for the
  * allocator and mmap() (preload/alloc.c, mappings.c): in an MPI rank under
  * stasis, on the main thread or a thread of the application's
- * (core/threads.h), outside every stasis MPI wrapper, from
+ * (process/threads.h), outside every stasis MPI wrapper, from
  * application code (the executable, an application library, or libc on
  * their behalf). The first such call may set stasis up. */
 static inline bool for_application(uintptr_t caller)

@@ -1,5 +1,5 @@
 /* Every libc entry point that sets a signal disposition, routed to
- * core/sigstate.c, which records the program's and keeps stasis's own
+ * process/sigstate.c, which records the program's and keeps stasis's own
  * signals (and, under the mprotect backend, its SIGSEGV handler) first.
  *
  * glibc's signal(), bsd_signal(), ssignal(), sysv_signal(), sigset(),

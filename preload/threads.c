@@ -1,5 +1,5 @@
-/* Threads and thread-local storage of the application (core/threads.h,
- * core/tls.h): the threads it creates, joins and ends, the pthread keys it
+/* Threads and thread-local storage of the application (process/threads.h,
+ * process/tls.h): the threads it creates, joins and ends, the pthread keys it
  * makes, and dl_iterate_phdr(), inside which a thread holds ld.so's lock
  * (it is not stopped there). Threads the MPI library or stasis creates
  * (inside a wrapper, or from their own code) pass unchanged. */

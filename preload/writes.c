@@ -1,4 +1,4 @@
-/* Writes that would change bytes a checkpoint holds (core/fds.h): the
+/* Writes that would change bytes a checkpoint holds (process/fds.h): the
  * write family, truncation and hole punching on the program's descriptors,
  * and stdio streams open for writing sent back by fseek and the like (their
  * writes happen inside libc, unseen). Each looks before the real call, on

@@ -1,6 +1,6 @@
 #!/bin/bash
 # err_maps.sh MODE: a restart checks the process it puts the image into
-# before it writes anything (core/maps.h), and stops with one line naming
+# before it writes anything (process/maps.h), and stops with one line naming
 # what is not in place; the checkpoint files stay as they were, and a
 # restart in the right setting still resumes them.
 #   library-moved    tests/apps/uselib's own library (libstasis_step.so) is

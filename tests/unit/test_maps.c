@@ -1,4 +1,4 @@
-/* The record of protections and mapping kinds (core/maps.c): random
+/* The record of protections and mapping kinds (process/maps.c): random
  * updates of a range of pages against a model with one entry per page.
  * After every update the table must hold exactly the model's non-default
  * pages, sorted, without overlaps, with alike neighbours merged. */
