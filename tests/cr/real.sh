@@ -91,6 +91,11 @@ wait_for_commits() {
 # again while the run under stasis (faster than the uninterrupted one on a
 # loaded machine, as measured here for pw.x) ends before its second
 # checkpoint.
+# pw.x (expected to fail, tests/cr/meson.build says why) gets one run under
+# stasis: three at growing sizes took 166 s of the suite for the same answer.
+max_runs=3
+[[ $what == pw ]] && max_runs=1
+runs=0
 for ((try = 1; ; try++)); do
 	make_input "$size"
 	cr_reference 0
@@ -100,6 +105,8 @@ for ((try = 1; ; try++)); do
 		wait_for_commits run 2 && break
 		cr_expect_status run 0
 		cr_say "the run under stasis ended after $(cr_commits run) checkpoint(s)"
+		((++runs < max_runs)) ||
+			cr_fail "the run under stasis ended after $(cr_commits run) checkpoint(s) at every size tried"
 		if [[ $what == pw ]]; then size=$((size + 2)); else size=$((size * 2)); fi
 	elif [[ $what == pw ]]; then
 		size=$((size + 2 + size * (6000 - CR_REF_MS) / (3 * CR_REF_MS + 1)))
