@@ -3,7 +3,7 @@
 
 #include "arena.h"
 #include "block.h"
-#include "preload.h"
+#include "export.h"
 
 /* stasis's own wrappers (generated): every turn of a loop goes through
  * them, so that completions are counted and the turn is a stop point.

@@ -2,9 +2,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime.h"
+#include "session.h"
 #include "callbacks.h"
 #include "log.h"
-#include "preload.h"
+#include "export.h"
 
 static bool quiet;
 

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime.h"
 #include "clocks.h"
 #include "coord.h"
 #include "coord_int.h"
@@ -28,6 +29,7 @@ struct coord_shared coord_sh = {
 };
 
 static struct session *sess;
+static coord_take_fn take_fn;
 static pthread_t thread;
 static bool have_thread;
 
@@ -119,13 +121,14 @@ void coord_wake(void)
 
 /* --- start ---------------------------------------------------------------------------- */
 
-void coord_start(struct session *s)
+void coord_start(struct session *s, coord_take_fn take)
 {
 	char err[256] = "";
 	int ret, (*real_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 	sigset_t all, old;
 
 	sess = s;
+	take_fn = take;
 	SH.rank = s->rank;
 	SH.size = s->size;
 	SH.ready = !s->cfg.restart;
@@ -165,7 +168,7 @@ static void take_checkpoint(void)
 {
 	uint64_t attempt = SH.attempt;
 
-	if (drain_and_checkpoint(sess)) {
+	if (drain_and_checkpoint(sess, take_fn)) {
 		/* A restart resumed here: attempt and the shared state are the new
 		 * process's, where no attempt got past this rank's answer. */
 		pthread_mutex_lock(&SH.lock);

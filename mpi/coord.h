@@ -41,9 +41,17 @@ struct session;
  * checkpoint are still being sent again. */
 extern volatile int coord_flag;
 
+/* The engine's checkpoint (engine/checkpoint.h), handed down at start so
+ * that this layer never calls up: collective over the world, every rank
+ * stopped and no message in flight. Returns 0 when committed, -errno when
+ * this checkpoint was skipped, or CHECKPOINT_RESUMED in a restarted process
+ * that has just resumed inside it. */
+#define CHECKPOINT_RESUMED 1
+typedef int (*coord_take_fn)(struct session *s);
+
 /* Start (MPI_Init, collective: connects the coordinator threads) and end
  * (MPI_Finalize: takes part in an attempt under way first). */
-void coord_start(struct session *s);
+void coord_start(struct session *s, coord_take_fn take);
 void coord_finalize(void);
 
 void coord_poll(void);

@@ -18,7 +18,7 @@
 #include "coord_int.h"
 #include "log.h"
 #include "requests.h"
-#include "safepoint.h"
+#include "trigger.h"
 #include "session.h"
 
 #define SH coord_sh
@@ -248,7 +248,7 @@ static void leader_handle(const struct oob_msg *m)
 			    "yet (named in a warning above)");
 			to_all(MSG_ABORT, attempt, 0);
 			lstate = L_IDLE;
-			safepoint_checkpoint_done(-1);
+			trigger_checkpoint_done(-1);
 			answer_byes();
 			break;
 		}
@@ -313,7 +313,7 @@ static void leader_handle(const struct oob_msg *m)
 
 static void leader_tick(void)
 {
-	if (lstate == L_IDLE && !no_more && safepoint_wanted() && now_ms() >= retry_ms) {
+	if (lstate == L_IDLE && !no_more && trigger_wanted() && now_ms() >= retry_ms) {
 		retry_ms = -1;
 		start_attempt();
 	}

@@ -5,12 +5,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "checkpoint.h"
 #include "clocks.h"
 #include "drain.h"
 #include "log.h"
 #include "requests.h"
-#include "safepoint.h"
+#include "trigger.h"
 #include "session.h"
 #include "traffic.h"
 
@@ -310,7 +309,7 @@ static void say_drained(struct session *s, uint64_t id)
 			(unsigned long long)id, (unsigned long long)all);
 }
 
-bool drain_and_checkpoint(struct session *s)
+bool drain_and_checkpoint(struct session *s, coord_take_fn take)
 {
 	double t0 = now();
 	int ret, ok;
@@ -329,7 +328,7 @@ bool drain_and_checkpoint(struct session *s)
 	if (!ret) {
 		say_drained(s, s->next_id);
 		traffic_reset();
-		ret = checkpoint_take(s);
+		ret = take(s);
 		if (ret == CHECKPOINT_RESUMED) {
 			/* A restart: this is a new process, its memory the image's. */
 			mpi_req_repost();
@@ -344,7 +343,7 @@ bool drain_and_checkpoint(struct session *s)
 	}
 	mpi_req_repost();
 	resend_drained(s);
-	safepoint_checkpoint_done(ret ? -1 : now() - t0);
+	trigger_checkpoint_done(ret ? -1 : now() - t0);
 	return false;
 }
 

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 
+#include "coord.h"
 #include "record.h"
 
 struct session;
@@ -19,7 +20,7 @@ struct session;
 /* Collective over the world, every rank stopped: drain, take the
  * checkpoint, post receives again, send drained messages again. Returns
  * true in a restarted process that has just resumed here. */
-bool drain_and_checkpoint(struct session *s);
+bool drain_and_checkpoint(struct session *s, coord_take_fn take);
 /* Sends stasis made again that the program has not received yet: free
  * those that completed (at every poll). */
 void drain_progress(void);

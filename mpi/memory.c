@@ -3,12 +3,14 @@
  * block from the runtime's pool would not be saved), and the buffer of
  * buffered sends, application memory, is attached again after a restart. */
 #define LOG_PREFIX "memory: "
+#include <mpi.h>
 #include <string.h>
 
+#include "runtime.h"
 #include "arena.h"
 #include "log.h"
 #include "memory.h"
-#include "preload.h"
+#include "export.h"
 
 /* Runtime state, carried across a restart in the MPI state (state.c). */
 static void *bsend_buffer;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime.h"
 #include "calls.h"
 #include "comms.h"
 #include "coord.h"
@@ -16,7 +17,7 @@
 #include "handles.h"
 #include "log.h"
 #include "mpiio.h"
-#include "preload.h"
+#include "export.h"
 #include "record.h"
 #include "session.h"
 

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime.h"
 #include "clocks.h"
 #include "log.h"
 #include "requests.h"

@@ -1,6 +1,6 @@
 /* The MPI state of a checkpoint: every record (record.h), the snapshot of
  * what the objects gathered since (snapshot.h) and the attached buffer,
- * written into the image as a region of kind REGION_MPI and replayed by a
+ * written into the image as a region of kind SECTION_MPI and replayed by a
  * restart after the real MPI_Init, before memory is put back. */
 #ifndef STASIS_MPI_STATE_H
 #define STASIS_MPI_STATE_H

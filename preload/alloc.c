@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "runtime.h"
 #include "arena.h"
 #include "log.h"
 #include "preload.h"

@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "objects.h"
+#include "runtime.h"
+#include "libraries.h"
 #include "preload.h"
 #include "regions.h"
 
@@ -101,10 +102,10 @@ void *stasis_dlopen(const char *file, int mode, uintptr_t caller)
 	static void *(*real)(const char *, int);
 
 	if (!(mode & RTLD_NOLOAD))
-		return objects_handle(objects_dlopen(file, mode, caller));
+		return libraries_handle(libraries_dlopen(file, mode, caller));
 	if (!real)
 		real = (void *(*)(const char *, int))stasis_next_symbol("dlopen");
-	return objects_handle(real(file, mode));
+	return libraries_handle(real(file, mode));
 }
 
 /* Another namespace than the program's own: nothing stasis could load
@@ -117,7 +118,7 @@ void stasis_dlmopen_seen(uintptr_t caller)
 
 void *stasis_dl_real(void *handle)
 {
-	void *real = objects_real(handle);
+	void *real = libraries_real(handle);
 
 	return real ? real : handle;
 }
@@ -127,7 +128,7 @@ EXPORT int dlclose(void *handle)
 {
 	static int (*real)(void *);
 
-	if (objects_is_program_handle(handle))
+	if (libraries_is_program_handle(handle))
 		return 0;
 	if (!real)
 		real = (int (*)(void *))stasis_next_symbol("dlclose");

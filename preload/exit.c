@@ -9,6 +9,7 @@
  * before the checkpoint is put back. */
 #include <stdint.h>
 
+#include "runtime.h"
 #include "preload.h"
 
 extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);

@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "runtime.h"
 #include "dirty.h"
 #include "preload.h"
 

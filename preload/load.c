@@ -11,12 +11,13 @@
 #include <sys/personality.h>
 #include <unistd.h>
 
+#include "runtime.h"
 #include "arena.h"
 #include "fds.h"
 #include "handles.h"
 #include "log.h"
 #include "preload.h"
-#include "objects.h"
+#include "libraries.h"
 #include "regions.h"
 #include "session.h"
 #include "threads.h"
@@ -94,10 +95,10 @@ static void load(void)
 	}
 	/* Without its zone, a library the program loads switches checkpoints
 	 * off (objects.h). */
-	ret = objects_init();
+	ret = libraries_init();
 	if (ret)
 		pr_warn("cannot reserve the zone for libraries loaded with dlopen() at %#lx: %s",
-			(unsigned long)STASIS_OBJECTS_BASE, strerror(-ret));
+			(unsigned long)STASIS_LIBRARIES_BASE, strerror(-ret));
 	/* Without its zone, a thread the program makes switches checkpoints
 	 * off (threads.h). */
 	ret = threads_init();

@@ -36,6 +36,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "runtime.h"
 #include "arena.h"
 #include "maps.h"
 #include "preload.h"

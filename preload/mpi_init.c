@@ -2,7 +2,9 @@
  * Fortran call does not go through the C function, DESIGN.md fact 4). */
 #include <mpi.h>
 
+#include "runtime.h"
 #include "preload.h"
+#include "start.h"
 
 
 EXPORT int MPI_Init(int *argc, char ***argv)
@@ -10,10 +12,10 @@ EXPORT int MPI_Init(int *argc, char ***argv)
 	int ret;
 
 	stasis_depth++;
-	session_before_init(&argc, &argv);
+	engine_before_init(&argc, &argv);
 	ret = PMPI_Init(argc, argv);
 	if (ret == MPI_SUCCESS)
-		session_after_init(MPI_THREAD_SINGLE, MPI_THREAD_SINGLE);
+		engine_after_init(MPI_THREAD_SINGLE, MPI_THREAD_SINGLE);
 	stasis_depth--;
 	return ret;
 }
@@ -23,10 +25,10 @@ EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	int ret;
 
 	stasis_depth++;
-	session_before_init(&argc, &argv);
+	engine_before_init(&argc, &argv);
 	ret = PMPI_Init_thread(argc, argv, required, provided);
 	if (ret == MPI_SUCCESS)
-		session_after_init(required, *provided);
+		engine_after_init(required, *provided);
 	stasis_depth--;
 	return ret;
 }
@@ -36,7 +38,7 @@ EXPORT int MPI_Finalize(void)
 	int ret;
 
 	stasis_depth++;
-	session_finalize();
+	engine_finalize();
 	ret = PMPI_Finalize();
 	stasis_depth--;
 	return ret;
@@ -47,12 +49,12 @@ EXPORT void mpi_init_(MPI_Fint *ierr)
 	static void (*real)(MPI_Fint *);
 
 	stasis_depth++;
-	session_before_init(NULL, NULL);
+	engine_before_init(NULL, NULL);
 	if (!real)
 		real = (void (*)(MPI_Fint *))stasis_next_symbol("mpi_init_");
 	real(ierr);
 	if (*ierr == MPI_SUCCESS)
-		session_after_init(MPI_THREAD_SINGLE, MPI_THREAD_SINGLE);
+		engine_after_init(MPI_THREAD_SINGLE, MPI_THREAD_SINGLE);
 	stasis_depth--;
 }
 FORTRAN_ALIASES(mpi_init, MPI_INIT)
@@ -62,13 +64,13 @@ EXPORT void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *i
 	static void (*real)(MPI_Fint *, MPI_Fint *, MPI_Fint *);
 
 	stasis_depth++;
-	session_before_init(NULL, NULL);
+	engine_before_init(NULL, NULL);
 	if (!real)
 		real = (void (*)(MPI_Fint *, MPI_Fint *, MPI_Fint *))stasis_next_symbol(
 			"mpi_init_thread_");
 	real(required, provided, ierr);
 	if (*ierr == MPI_SUCCESS)
-		session_after_init(*required, *provided);
+		engine_after_init(*required, *provided);
 	stasis_depth--;
 }
 FORTRAN_ALIASES(mpi_init_thread, MPI_INIT_THREAD)
@@ -78,7 +80,7 @@ EXPORT void mpi_finalize_(MPI_Fint *ierr)
 	static void (*real)(MPI_Fint *);
 
 	stasis_depth++;
-	session_finalize();
+	engine_finalize();
 	if (!real)
 		real = (void (*)(MPI_Fint *))stasis_next_symbol("mpi_finalize_");
 	real(ierr);

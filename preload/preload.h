@@ -5,14 +5,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "export.h"
 #include "format.h"
 #include "regions.h"
+#include "runtime.h"
 #include "session.h"
 #include "threads.h"
-
-/* Interposed symbols are the only ones libstasis.so exports (with the
- * version script); everything else is hidden. */
-#define EXPORT __attribute__((visibility("default")))
 
 /* Set up stasis (once) if it is not yet: at libstasis.so's constructor, or
  * earlier, at the first allocation not made by ld.so (caller: the
@@ -34,12 +32,5 @@ static inline bool for_application(uintptr_t caller)
 	return __builtin_expect(stasis_active, 0) && stasis_depth == 0 &&
 	       (stasis_app_thread || stasis_on_main_thread()) && regions_app_code(caller);
 }
-
-/* A Fortran wrapper name_ under the other spellings compilers use for the
- * same symbol (name__, name, NAME): a call under any of them is seen. */
-#define FORTRAN_ALIASES(name, NAME)                                                                \
-	EXPORT __typeof__(name##_) name##__ __attribute__((alias(#name "_")));                     \
-	EXPORT __typeof__(name##_) name __attribute__((alias(#name "_")));                         \
-	EXPORT __typeof__(name##_) NAME __attribute__((alias(#name "_")));
 
 #endif

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime.h"
 #include "preload.h"
 #include "regions.h"
 #include "sigstate.h"

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "runtime.h"
 #include "preload.h"
 #include "regions.h"
 #include "threads.h"

@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "runtime.h"
 #include "fds.h"
 #include "preload.h"
 #include "regions.h"

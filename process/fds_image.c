@@ -1,5 +1,5 @@
 /* The program's descriptors and stdio streams in a checkpoint, and put
- * back by a restart (fds.h, format.h REGION_FILES).
+ * back by a restart (fds.h, format.h SECTION_FILES).
  *
  * What a restart checks before it touches anything (after CRIU, which
  * checks a regular file's size and mode when it opens it again, and

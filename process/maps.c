@@ -577,6 +577,6 @@ int maps_capture(struct image_region *out, char *err, size_t errlen)
 		ranges[i].flags &= MAPS_SAVED_FLAGS;
 	}
 	maps_unlock(&old);
-	*out = (struct image_region){(uintptr_t)buf, need, REGION_MAPS, NULL};
+	*out = (struct image_region){(uintptr_t)buf, need, SECTION_MAPPINGS, NULL};
 	return 0;
 }

@@ -11,7 +11,7 @@
  * is the truth, not /proc/self/maps: the mprotect tracking backend changes
  * protections itself (dirty.h).
  *
- * A checkpoint carries the record in REGION_MAPS with the application
+ * A checkpoint carries the record in SECTION_MAPPINGS with the application
  * libraries the image expects (path, load address, crc64 of the file) and
  * the top of the stack. A restart checks, before it writes anything, that
  * every mapping the image expects is in place, and gives the memory its
@@ -70,7 +70,7 @@ bool maps_shared(uintptr_t start, size_t len);
  * Nothing else may change protections in between (signals are held). */
 void maps_save_begin(void);
 void maps_save_end(void);
-/* The REGION_MAPS record of this checkpoint, in a buffer of stasis's
+/* The SECTION_MAPPINGS record of this checkpoint, in a buffer of stasis's
  * (reused by the next capture). -errno with err set when it cannot be made
  * (the checkpoint must not be taken without it). */
 int maps_capture(struct image_region *out, char *err, size_t errlen);
@@ -78,7 +78,7 @@ int maps_capture(struct image_region *out, char *err, size_t errlen);
 /* Restart, before the image is put back (collective agreement is the
  * caller's): give read-write back to what this run's program protected
  * before MPI_Init (the image is written there next), then check rec (the
- * REGION_MAPS of the image) against this process: the application
+ * SECTION_MAPPINGS of the image) against this process: the application
  * libraries are the same files at the same addresses, the data regions
  * are mapped writable, the stack fits where it was and in this run's stack
  * limit, the arena holds its regions. regions[0..n): every memory region

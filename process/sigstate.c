@@ -11,6 +11,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "runtime.h"
 #include "dirty.h"
 #include "format.h"
 #include "log.h"
@@ -445,7 +446,7 @@ bool sigstate_capture(struct image_region *out)
 			if (claims[sig].handler)
 				rec->pending &= ~(1ull << (sig - 1));
 	}
-	*out = (struct image_region){(uintptr_t)&buf, sizeof(buf), REGION_SIGNALS, NULL};
+	*out = (struct image_region){(uintptr_t)&buf, sizeof(buf), SECTION_SIGNALS, NULL};
 	return true;
 }
 

@@ -5,7 +5,7 @@
  * sigset, ...), the main thread's alternate signal stack, the interval
  * timers (setitimer, alarm), the parent-death signal (prctl) and the
  * signals pending for the main thread -
- * is saved in REGION_SIGNALS and put back by a restart. The main thread's
+ * is saved in SECTION_SIGNALS and put back by a restart. The main thread's
  * signal mask travels in its saved context (setcontext restores it).
  *
  * A disposition is the program's when code of the program (the executable,
@@ -57,7 +57,7 @@ void sigstate_set_interrupts(int sig, bool on);
  * delivered by release). Not the synchronous ones (SIGSEGV, ...). */
 void sigstate_hold(void);
 void sigstate_release(void);
-/* The REGION_SIGNALS record of the program now, in a buffer of stasis's. */
+/* The SECTION_SIGNALS record of the program now, in a buffer of stasis's. */
 bool sigstate_capture(struct image_region *out);
 
 /* Restart. load: check the image's record and keep it (why: one line).

@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "runtime.h"
 #include "log.h"
 #include "session.h"
 #include "threads.h"

@@ -32,8 +32,8 @@
  *   threads_stop      every application thread stopped (before the
  *                     program's output is flushed)
  *   threads_save      data regions: thread-local storage and keys of every
- *                     thread, the main one included (REGION_TLS), and the
- *                     threads (REGION_THREADS)
+ *                     thread, the main one included (SECTION_TLS), and the
+ *                     threads (SECTION_THREADS)
  *   threads_resume    once the image is written (not after a restart)
  * Restart, on the main thread, before the memory comes back:
  *   threads_restore   keys made again, the main thread's TLS put back, the
@@ -66,7 +66,7 @@ int threads_stop(char *err, size_t errlen);
 int threads_save(struct image_region *out, int max, char *err, size_t errlen);
 void threads_resume(void);
 
-/* tls, thr: the image's REGION_TLS and REGION_THREADS (NULL when absent).
+/* tls, thr: the image's SECTION_TLS and SECTION_THREADS (NULL when absent).
  * 0, or -errno with why set to one line. */
 int threads_restore(const void *tls, size_t tls_len, const void *thr, size_t thr_len, char *why,
 		    size_t whylen);

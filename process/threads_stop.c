@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime.h"
 #include "log.h"
 #include "session.h"
 #include "threads.h"
@@ -407,7 +408,7 @@ static void fill_record(struct thread_record *r, const struct slot *t)
 	memcpy(r->context, &t->ctx, sizeof(t->ctx));
 }
 
-/* REGION_THREADS: every stopped thread with the part of its stack in use
+/* SECTION_THREADS: every stopped thread with the part of its stack in use
  * (read here: it does not move while stopped), every ended one waiting for
  * its join. */
 static int save_threads(struct image_region *out)
@@ -448,7 +449,7 @@ static int save_threads(struct image_region *out)
 		}
 		h->nthreads++;
 	}
-	*out = (struct image_region){(uintptr_t)record, cap, REGION_THREADS, NULL};
+	*out = (struct image_region){(uintptr_t)record, cap, SECTION_THREADS, NULL};
 	return 0;
 }
 

@@ -242,7 +242,7 @@ int tls_save_end(struct image_region *out)
 	h->nkeys = nsaved_keys;
 	h->nthreads = record_threads;
 	h->bytes = record_used + (size_t)record_threads * section_bytes;
-	*out = (struct image_region){(uintptr_t)record, ROUND_PAGE(h->bytes), REGION_TLS, NULL};
+	*out = (struct image_region){(uintptr_t)record, ROUND_PAGE(h->bytes), SECTION_TLS, NULL};
 	return 0;
 }
 

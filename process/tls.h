@@ -12,7 +12,7 @@
  *   the lowest free one; a restart makes the program's keys again with the
  *   same numbers or stops with one line.
  *
- * The record is REGION_TLS (format.h). */
+ * The record is SECTION_TLS (format.h). */
 #ifndef STASIS_TLS_H
 #define STASIS_TLS_H
 

@@ -118,7 +118,7 @@ static void apply(struct image *img, int c)
 		uint8_t *buf;
 		uint64_t npages = r[i].length / PG;
 
-		if (r[i].kind >= REGION_FIRST_DATA)
+		if (r[i].kind >= SECTION_FIRST)
 			continue; /* not memory: restore.c does not apply it either */
 		buf = read_region(img, i);
 
@@ -244,7 +244,7 @@ int main(int argc, char **argv)
 		uint8_t *want;
 		uint64_t np = sr[i].length / PG;
 
-		if (sr[i].kind >= REGION_FIRST_DATA)
+		if (sr[i].kind >= SECTION_FIRST)
 			continue;
 		want = read_region(shadow, i);
 

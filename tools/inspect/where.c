@@ -1,4 +1,4 @@
-/* stasis-inspect --where: the REGION_WHERE of an image (format.h), read
+/* stasis-inspect --where: the SECTION_CALLSTACK of an image (format.h), read
  * and checked by the image reader, symbolised with elfutils' libdwfl from
  * the objects it names, at the addresses they had in the job (address
  * randomisation is off under stasis, and the record keeps each object's
@@ -33,7 +33,7 @@ static struct where_record *read_record(const char *path, char *why, size_t len)
 		return NULL;
 	r = image_regions(img);
 	n = image_header(img)->nregions;
-	for (i = 0; i < n && r[i].kind != REGION_WHERE; i++)
+	for (i = 0; i < n && r[i].kind != SECTION_CALLSTACK; i++)
 		;
 	if (i == n) {
 		snprintf(why, len, "%s: no stack recorded in this image", path);

@@ -1,0 +1,462 @@
+#define LOG_PREFIX ""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <ucontext.h>
+
+#include "runtime.h"
+#include "arena.h"
+#include "checkpoint.h"
+#include "fault.h"
+#include "fds.h"
+#include "flush.h"
+#include "interval_auto.h"
+#include "image.h"
+#include "log.h"
+#include "maps.h"
+#include "libraries.h"
+#include "redset.h"
+#include "regions.h"
+#include "restore.h"
+#include "restore_read.h"
+#include "session.h"
+#include "sigstate.h"
+#include "state.h"
+#include "threads.h"
+
+#define MAX_IDS 4096
+#define TEMP_STACK_SIZE (1 << 20)
+
+enum verdict { USABLE = 0, UNUSABLE = 1, FATAL = 2 };
+
+#define MAX_CHAIN 256
+
+/* The chosen checkpoint's chain of images (newest first, back to a full
+ * one), opened and verified (restore_read.h); runtime globals because the
+ * jump runs on another stack. */
+static struct restore_image chain[MAX_CHAIN];
+static int nchain;
+static struct saved_state target;
+static uint64_t target_id;
+static ucontext_t trampoline;
+static char temp_stack[TEMP_STACK_SIZE] __attribute__((aligned(64)));
+
+static uint64_t newest_committed_below(struct session *s, uint64_t below)
+{
+	static uint64_t ids[MAX_IDS];
+	int n = store_list(&s->store, ids, MAX_IDS);
+	struct commit_record rec;
+
+	for (int i = n - 1; i >= 0; i--)
+		if (ids[i] < below && store_read_commit(&s->store, ids[i], &rec, NULL, 0) == 0)
+			return ids[i];
+	return 0;
+}
+
+static uint64_t allreduce_max(struct session *s, uint64_t v)
+{
+	uint64_t out;
+	PMPI_Allreduce(&v, &out, 1, MPI_UINT64_T, MPI_MAX, s->comm);
+	return out;
+}
+
+static void unload(void)
+{
+	for (int c = 0; c < nchain; c++)
+		restore_read_release(&chain[c]);
+	nchain = 0;
+}
+
+/* Open image id of this rank and check that it belongs to this run. */
+static enum verdict load_image(struct session *s, uint64_t id, struct restore_image *l, char *why,
+			       size_t len)
+{
+	char path[4200];
+	const struct image_header *h;
+
+	store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));
+	if (fault_hit_at(FAULT_FAIL_RESTORE_OPEN, id)) {
+		snprintf(why, len, "%s: %s", path, strerror(errno));
+		return UNUSABLE;
+	}
+	if (image_open(path, &l->img, why, len))
+		return UNUSABLE;
+	h = image_header(l->img);
+	if (h->nranks != (uint32_t)s->size) {
+		snprintf(why, len, "checkpoint %llu was taken with %u ranks, this run has %d",
+			 (unsigned long long)id, h->nranks, s->size);
+		return FATAL;
+	}
+	if (h->exe_hash != s->exe_hash) {
+		snprintf(why, len,
+			 "checkpoint %llu was taken by a different executable than /proc/self/exe "
+			 "(%s)",
+			 (unsigned long long)id, s->job);
+		return FATAL;
+	}
+	if (h->stasis_hash != s->stasis_hash) {
+		/* The saved stack returns into stasis's code: another build's
+		 * code at those addresses would run the program on wrong state. */
+		snprintf(why, len,
+			 "checkpoint %llu was taken by another build of stasis (libstasis.so "
+			 "differs): restart with the stasis that took it",
+			 (unsigned long long)id);
+		return FATAL;
+	}
+	if (h->args_hash != s->args_hash) {
+		snprintf(why, len,
+			 "checkpoint %llu was taken with other program arguments: restart with "
+			 "the command line of the run it continues",
+			 (unsigned long long)id);
+		return FATAL;
+	}
+	if (h->rank != (uint32_t)s->rank || h->ckpt_id != id ||
+	    h->state_size != sizeof(struct saved_state)) {
+		snprintf(why, len, "%s: header does not describe rank %d, checkpoint %llu", path,
+			 s->rank, (unsigned long long)id);
+		return UNUSABLE;
+	}
+	return USABLE;
+}
+
+/* Load checkpoint id: open its image and its parents' back to a full one
+ * (headers and tables checked), then read and verify every region of
+ * each while the memory they go to is populated (restore_read.h). */
+static enum verdict load(struct session *s, uint64_t id, char *why, size_t len)
+{
+	uint64_t next = id;
+	enum verdict v;
+
+	while (next) {
+		if (nchain == MAX_CHAIN) {
+			snprintf(why, len, "checkpoint %llu: chain of more than %d images",
+				 (unsigned long long)id, MAX_CHAIN);
+			return UNUSABLE;
+		}
+		v = load_image(s, next, &chain[nchain++], why, len);
+		if (v != USABLE)
+			return v;
+		next = image_header(chain[nchain - 1].img)->parent_id;
+		if (next >= image_header(chain[nchain - 1].img)->ckpt_id) {
+			snprintf(why, len, "checkpoint %llu: parent %llu is not older",
+				 (unsigned long long)id, (unsigned long long)next);
+			return UNUSABLE;
+		}
+	}
+	if (restore_read_prepare(chain, nchain)) {
+		snprintf(why, len, "cannot map the application arena for checkpoint %llu",
+			 (unsigned long long)id);
+		return UNUSABLE;
+	}
+	for (int c = 0; c < nchain; c++)
+		if (restore_read_verify(&chain[c], image_header(chain[c].img)->ckpt_id, why, len))
+			return UNUSABLE;
+	memcpy(&target, image_header(chain[0].img)->state, sizeof(target));
+	return USABLE;
+}
+
+/* Runs on temp_stack: the main stack is part of what it overwrites. */
+static void jump_into_image(void)
+{
+	/* The rest of memory is in place (restore_read_apply). */
+	restore_read_stacks(chain, nchain);
+	arena_finish_restore();
+	maps_apply();
+	fds_relink_streams();
+	threads_release();
+	stasis_depth = target.depth;
+	checkpoint_prepare_resume(target_id);
+	/* Frames restored from the image carry the old process's stack canary;
+	 * the main thread adopts it (threads keep their own copies). */
+	__asm__ volatile("mov %0, %%fs:0x28" : : "r"(target.canary) : "memory");
+	target.context.uc_mcontext.fpregs = &target.context.__fpregs_mem;
+	setcontext(&target.context);
+	abort(); /* setcontext returns only on error */
+}
+
+/* Before giving up on checkpoint id: rebuild, image by image down its
+ * chain, the files that some ranks lost or hold damaged, from the
+ * redundancy data of their sets. Collective; 0 when every image of the
+ * chain is whole again on every rank, else -EUCLEAN with why set (by the
+ * codec, naming the set, the lost ranks and the tolerance). */
+static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
+{
+	while (id) {
+		char path[4200], red[64];
+		struct image *img = NULL;
+		int have = 0, all_have, ok;
+		uint64_t parent = 0;
+
+		fault_set_checkpoint(id);
+		store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));
+		if (!image_open(path, &img, NULL, 0)) {
+			have = image_verify(img, NULL, 0) == 0;
+			parent = image_header(img)->parent_id;
+			image_close(img);
+		}
+		PMPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_LAND, s->comm);
+		if (!all_have) {
+			store_name(s->rank, id, STORE_REDUNDANCY, red, sizeof(red));
+			ok = redset_rebuild(s->redset, s->store.dir, red, have, why, len) == 0;
+			PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, s->comm);
+			if (!ok)
+				return -EUCLEAN;
+			if (!have && !image_open(path, &img, NULL, 0)) {
+				parent = image_header(img)->parent_id;
+				image_close(img);
+			}
+			if (s->rank == 0)
+				pr_warn("checkpoint %llu: rebuilt lost or damaged images from the "
+					"%s redundancy of their sets",
+					(unsigned long long)id, s->cfg.scheme);
+		}
+		id = allreduce_max(s, parent);
+	}
+	return 0;
+}
+
+/* Make the program's MPI objects of the chosen checkpoint again, before
+ * its memory (which names them by their virtual handles) comes back.
+ * Collective; 0, or -errno after one rank said why. */
+static int replay_mpi(struct session *s, uint64_t id)
+{
+	char why[1024] = "", line[1200];
+	int ret = -EBADMSG;
+	double t0 = PMPI_Wtime();
+	size_t len;
+	const void *state = restore_read_kept(&chain[0], SECTION_MPI, &len);
+
+	if (state)
+		ret = mpi_state_replay(state, len, why, sizeof(why));
+	/* Every rank reached the replay, or none has the region: agree. */
+	PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, s->comm);
+	if (!ret) {
+		/* A line scripts read (bench/replay_perf.sh): keep its shape. */
+		if (s->rank == 0 && s->cfg.verbose >= 1)
+			fprintf(stderr, "stasis: replayed %zu MPI objects in %.1f ms\n",
+				mpi_state_objects(), (PMPI_Wtime() - t0) * 1e3);
+		return 0;
+	}
+	snprintf(line, sizeof(line), "checkpoint %llu: %s", (unsigned long long)id,
+		 why[0] ? why : "the image holds no MPI state");
+	session_report(s, why[0] || s->rank == 0, line);
+	return ret;
+}
+
+/* Before anything is written into this process: every mapping the images
+ * of the chain expect is in place (maps.h) and the signal record is sound.
+ * Collective; 0, or -errno after one rank said why in one line. */
+static int verify_process(struct session *s, uint64_t id)
+{
+	static struct region mem[4096];
+	const void *maps_rec = NULL, *sig_rec = NULL;
+	size_t maps_len = 0, sig_len = 0;
+	char why[1024] = "", line[1200];
+	int n = 0, ret;
+
+	for (int c = 0; c < nchain; c++) {
+		const struct region_record *cr = image_regions(chain[c].img);
+
+		for (size_t i = 0; i < image_header(chain[c].img)->nregions; i++) {
+			struct region m = {cr[i].addr, cr[i].addr + cr[i].length, cr[i].kind};
+			int k = 0;
+
+			while (k < n && (mem[k].start != m.start || mem[k].end != m.end))
+				k++;
+			if (cr[i].kind < SECTION_FIRST && k == n &&
+			    n < (int)(sizeof(mem) / sizeof(mem[0])))
+				mem[n++] = m;
+		}
+	}
+	maps_rec = restore_read_kept(&chain[0], SECTION_MAPPINGS, &maps_len);
+	sig_rec = restore_read_kept(&chain[0], SECTION_SIGNALS, &sig_len);
+	ret = maps_verify(mem, n, maps_rec, maps_len, why, sizeof(why));
+	if (!ret)
+		ret = sigstate_load(sig_rec, sig_len, why, sizeof(why));
+	PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, s->comm);
+	if (!ret)
+		return 0;
+	snprintf(line, sizeof(line), "checkpoint %llu cannot be restored into this process: %s",
+		 (unsigned long long)id, why);
+	session_report(s, why[0] != 0, line);
+	return ret;
+}
+
+/* The rest of the process besides its memory (threads.h): before the
+ * memory comes back. Collective; 0, or -errno after one rank said why. */
+static int restore_process(struct session *s, uint64_t id)
+{
+	char why[1024] = "", line[1200];
+	size_t tls_len, threads_len, objects_len;
+	const void *tls = restore_read_kept(&chain[0], SECTION_TLS, &tls_len);
+	const void *threads = restore_read_kept(&chain[0], SECTION_THREADS, &threads_len);
+	const void *objects = restore_read_kept(&chain[0], SECTION_LIBRARIES, &objects_len);
+	int ret, all;
+
+	/* Libraries first: the threads' code and TLS may be theirs. */
+	ret = libraries_restore(objects, objects_len, why, sizeof(why));
+	if (!ret)
+		ret = threads_restore(tls, tls_len, threads, threads_len, why, sizeof(why));
+
+	PMPI_Allreduce(&ret, &all, 1, MPI_INT, MPI_MIN, s->comm);
+	if (!all)
+		return 0;
+	snprintf(line, sizeof(line), "checkpoint %llu: %s", (unsigned long long)id, why);
+	session_report(s, ret != 0, line);
+	return all;
+}
+
+/* The chosen checkpoint is complete (some rank holds its record) and every
+ * image of its chain verified on every rank: a rank without a record of
+ * one of them (rebuilt, or killed before it wrote one) writes it now, so
+ * that its retention keeps the chain like any other. */
+static void complete_records(struct session *s)
+{
+	for (int c = 0; c < nchain; c++) {
+		const struct image_header *h = image_header(chain[c].img);
+		struct commit_record rec = {
+		    .ckpt_id = h->ckpt_id, .parent_id = h->parent_id, .nranks = h->nranks};
+		struct commit_record have;
+
+		if (store_read_commit(&s->store, h->ckpt_id, &have, NULL, 0))
+			store_commit(&s->store, &rec, NULL, 0);
+	}
+}
+
+
+static double monotonic(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Candidates come from both levels, newest first: a checkpoint committed on
+ * the node-local level is loaded from there (rebuilding lost files through
+ * the redundancy sets if need be); one the node-local level cannot give
+ * back is fetched from the flush level when it is complete there. */
+int restore_latest(struct session *s)
+{
+	char why[8192] = "", newest_why[8192] = "";
+	uint64_t cand, flushed, id = 0, why_at = 0;
+	double t0 = monotonic(), t1;
+	bool heavy = false, local;
+	int v, worst;
+	const void *files;
+	size_t files_len;
+
+	cand = allreduce_max(s, newest_committed_below(s, UINT64_MAX));
+	flushed = flush_complete_below(s, UINT64_MAX);
+	if (!cand && !flushed) {
+		if (s->rank == 0)
+			pr_err("no complete checkpoint of '%s' in %s (STASIS_DIR)%s%s to restart from",
+			       s->job, s->cfg.dir, s->cfg.flush_dir[0] ? " nor in " : "",
+			       s->cfg.flush_dir[0] ? s->cfg.flush_dir : "");
+		return -ENOENT;
+	}
+	while (cand || flushed) {
+		id = cand > flushed ? cand : flushed;
+		local = cand == id;
+		why[0] = 0;
+		v = worst = UNUSABLE;
+		if (local) {
+			v = load(s, id, why, sizeof(why));
+			PMPI_Allreduce(&v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
+		}
+		if (local && worst == UNUSABLE && s->redset) {
+			unload();
+			/* From here why is the rebuild's: a rank whose own set was
+			 * whole has none, and must not pass on a stale one. */
+			why[0] = 0;
+			if (rebuild_chain(s, id, why, sizeof(why)) == 0) {
+				heavy = true;
+				v = load(s, id, why, sizeof(why));
+				PMPI_Allreduce(&v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
+			} else {
+				v = UNUSABLE;
+			}
+		}
+		if (worst == UNUSABLE && flushed == id) {
+			unload();
+			if (local && v == UNUSABLE && why[0])
+				pr_warn("checkpoint %llu cannot be used from %s: %s",
+					(unsigned long long)id, s->store.dir, why);
+			why[0] = 0;
+			if (flush_fetch(s, id, why, sizeof(why)) == 0) {
+				heavy = true;
+				v = load(s, id, why, sizeof(why));
+				PMPI_Allreduce(&v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
+			} else {
+				v = UNUSABLE;
+			}
+		}
+		if (worst == USABLE)
+			break;
+		unload();
+		/* Ranks without a reason of their own (their set was whole, the
+		 * checkpoint failed elsewhere) neither warn nor report. */
+		if (!newest_why[0] && v != USABLE && why[0]) {
+			snprintf(newest_why, sizeof(newest_why), "checkpoint %llu: %s",
+				 (unsigned long long)id, why);
+			why_at = id;
+		}
+		if (worst == FATAL) {
+			session_report(s, v == FATAL, why);
+			return -EINVAL;
+		}
+		if (v == UNUSABLE && why[0])
+			pr_warn("checkpoint %llu cannot be used: %s", (unsigned long long)id, why);
+		if (local)
+			cand = allreduce_max(s, newest_committed_below(s, id));
+		if (flushed == id)
+			flushed = flush_complete_below(s, id);
+	}
+	if (!cand && !flushed) {
+		char line[8400];
+		uint64_t at = allreduce_max(s, why_at);
+
+		/* The newest checkpoint's reason, from the lowest rank that has
+		 * one (rank 0 alone if none has). */
+		snprintf(line, sizeof(line), "no usable checkpoint to restart from%s%s",
+			 newest_why[0] ? ": " : "", newest_why);
+		session_report(s, at ? newest_why[0] && why_at == at : s->rank == 0, line);
+		return -EBADMSG;
+	}
+	cand = id;
+	target_id = cand;
+	complete_records(s);
+	/* Every file checked before anything is cut back or replayed. */
+	files = restore_read_kept(&chain[0], SECTION_FILES, &files_len);
+	if (fds_restart_check(s, cand, files, files_len))
+		return -EINVAL;
+	/* The libraries the program loaded come back before the mappings
+	 * are checked (they are among them). */
+	if (replay_mpi(s, cand) || restore_process(s, cand) || verify_process(s, cand))
+		return -EINVAL;
+	/* From here memory is overwritten: a failure stops the process. */
+	t1 = monotonic();
+	if (restore_read_apply(chain, nchain, why, sizeof(why))) {
+		pr_err("checkpoint %llu: cannot put the program's memory back: %s",
+		       (unsigned long long)cand, why);
+		return -EIO;
+	}
+	if (fds_restart_apply(s))
+		return -EIO;
+	pr_debug("checkpoint %llu: chain of %d image(s) verified and MPI objects made in %.0f ms, "
+		 "memory put back in %.0f ms",
+		 (unsigned long long)cand, nchain, (t1 - t0) * 1e3, (monotonic() - t1) * 1e3);
+	interval_auto_restarted(s, monotonic() - t0, heavy);
+	/* The program's signals wait (and this run's timers stop) until the
+	 * image's are back (sigstate.h). */
+	sigstate_before_jump();
+	getcontext(&trampoline);
+	trampoline.uc_stack.ss_sp = temp_stack;
+	trampoline.uc_stack.ss_size = sizeof(temp_stack);
+	trampoline.uc_link = NULL;
+	makecontext(&trampoline, jump_into_image, 0);
+	setcontext(&trampoline);
+	return -EFAULT;
+}

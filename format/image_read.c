@@ -1,0 +1,464 @@
+/* Checkpoint image files: the verifying reader (and file_crc64). The layout
+ * is format.h's; see image.h for the contract. Nothing read is trusted
+ * before the checksum covering it has matched. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "image_int.h"
+#include "log.h"
+
+#define READ_CHUNK (4u << 20) /* read + crc granule; keeps data cache-warm */
+
+struct image {
+	int fd;
+	uint64_t size; /* file size at open */
+	struct image_header hdr;
+	struct region_record *regions;
+	char path[];
+};
+
+/* pread all of len unless the file ends: returns bytes read or -errno. */
+static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		/* Linux moves at most 2 GiB - 4 KiB per call anyway. */
+		size_t n = len - done < (1u << 30) ? len - done : (1u << 30);
+		ssize_t r = pread(fd, (char *)buf + done, n, off + done);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			break;
+		done += r;
+	}
+	return done;
+}
+
+/* Count the set bits of bitmap words [first, first + n) of a region of
+ * npages pages; false when a bit past the last page is set. */
+static bool bitmap_count(const uint64_t *w, uint64_t first, uint64_t n, uint64_t npages,
+			 uint64_t *count)
+{
+	uint64_t words = (npages + 63) / 64;
+
+	for (uint64_t k = 0; k < n; k++) {
+		uint64_t v = w[k];
+
+		if (first + k == words - 1 && (v & ~tail_mask(npages)))
+			return false;
+		*count += __builtin_popcountll(v);
+	}
+	return true;
+}
+
+void image_check_begin(const struct image *img, size_t i, struct region_check *c)
+{
+	*c = (struct region_check){.r = &img->regions[i], .bm_ok = true};
+}
+
+void image_check_feed(struct region_check *c, const void *data, uint64_t n)
+{
+	const struct region_record *r = c->r;
+	uint64_t npages = r->length / PAGE, bm = (npages + 63) / 64 * 8;
+	const uint8_t *b = data;
+
+	c->crc = crc64(c->crc, data, n);
+	/* The bitmap of a partial region, byte by byte (feeds may cut its
+	 * words): count the pages it names, none past the last page. */
+	for (uint64_t j = 0; (r->flags & REGION_PARTIAL) && j < n && c->pos + j < bm; j++) {
+		uint64_t page0 = (c->pos + j) * 8;
+		uint8_t past = page0 + 8 <= npages ? 0
+			       : page0 >= npages   ? 0xff
+						   : (uint8_t)(0xff << (npages - page0));
+
+		if (b[j] & past)
+			c->bm_ok = false;
+		c->bits += __builtin_popcount(b[j]);
+	}
+	c->pos += n;
+}
+
+int image_check_end(const struct image *img, size_t i, const struct region_check *c, char *err,
+		    size_t errlen)
+{
+	const struct region_record *r = c->r;
+
+	if (c->pos != r->stored_bytes) {
+		stasis_errf(err, errlen,
+			    "%s: truncated: region %zu needs bytes up to %llu, file has %llu",
+			    img->path, i, (unsigned long long)(r->file_offset + r->stored_bytes),
+			    (unsigned long long)(r->file_offset + c->pos));
+		return -EBADMSG;
+	}
+	if (c->crc != r->data_crc) {
+		stasis_errf(err, errlen, "%s: region %zu (addr 0x%llx) checksum mismatch",
+			    img->path, i, (unsigned long long)r->addr);
+		return -EBADMSG;
+	}
+	if ((r->flags & REGION_PARTIAL) &&
+	    (!c->bm_ok || image_bitmap_bytes(r->length) + c->bits * PAGE != r->stored_bytes)) {
+		stasis_errf(
+		    err, errlen,
+		    "%s: region %zu (addr 0x%llx): bitmap does not match its %llu stored bytes",
+		    img->path, i, (unsigned long long)r->addr, (unsigned long long)r->stored_bytes);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/* Read region i's stored bytes chunk by chunk into buf (or, when buf is
+ * NULL, through a scratch buffer), checking the crc and, for a partial
+ * region, that the bitmap agrees with the number of stored pages. */
+static int check_region(struct image *img, size_t i, char *buf, char *err, size_t errlen)
+{
+	const struct region_record *r = &img->regions[i];
+	struct region_check c;
+	char *scratch = NULL;
+	uint64_t pos = 0;
+	int ret;
+
+	if (!buf) {
+		scratch = mmap(NULL, READ_CHUNK, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (scratch == MAP_FAILED) {
+			scratch = NULL;
+			ret = -errno;
+			stasis_errf(err, errlen, "%s: %s", img->path, strerror(-ret));
+			goto err;
+		}
+	}
+	image_check_begin(img, i, &c);
+	while (pos < r->stored_bytes) {
+		uint64_t n =
+		    r->stored_bytes - pos < READ_CHUNK ? r->stored_bytes - pos : READ_CHUNK;
+		char *dst = buf ? buf + pos : scratch;
+		ssize_t got = pread_full(img->fd, dst, n, r->file_offset + pos);
+
+		if (got < 0) {
+			ret = got;
+			stasis_errf(err, errlen, "%s: region %zu: %s", img->path, i,
+				      strerror(-ret));
+			goto err;
+		}
+		image_check_feed(&c, dst, got);
+		if ((uint64_t)got < n)
+			break; /* image_check_end says truncated */
+		pos += n;
+	}
+	ret = image_check_end(img, i, &c, err, errlen);
+err:
+	if (scratch)
+		munmap(scratch, READ_CHUNK);
+	return ret;
+}
+
+/* Structural checks of region i against the verified table and the file
+ * size. The bitmap of a partial region is not covered by any crc yet (its
+ * crc is the whole region's), so its popcount is checked here only as an
+ * early, cheap sign of damage; check_region checks it again after the crc. */
+static int check_record(struct image *img, size_t i, uint64_t data_start, uint64_t *prev_end,
+			char *err, size_t errlen)
+{
+	const struct region_record *r = &img->regions[i];
+	const char *p = img->path;
+	uint64_t end = r->file_offset + r->stored_bytes;
+	uint64_t npages = r->length / PAGE, words = (npages + 63) / 64;
+
+	if (end < r->file_offset || end > img->size) {
+		stasis_errf(err, errlen,
+			      "%s: truncated: region %zu needs bytes up to %llu, file has %llu", p,
+			      i, (unsigned long long)(end < r->file_offset ? UINT64_MAX : end),
+			      (unsigned long long)img->size);
+		return -EBADMSG;
+	}
+	if (r->addr % PAGE || r->length % PAGE || r->file_offset % PAGE ||
+	    r->addr + r->length < r->addr) {
+		stasis_errf(
+		    err, errlen,
+		    "%s: region %zu (addr 0x%llx, length %llu, offset %llu) is not page aligned", p,
+		    i, (unsigned long long)r->addr, (unsigned long long)r->length,
+		    (unsigned long long)r->file_offset);
+		return -EBADMSG;
+	}
+	if (r->kind < REGION_DATA || r->kind > SECTION_LAST || (r->flags & ~REGION_PARTIAL) ||
+	    (r->kind >= SECTION_FIRST && (r->flags & REGION_PARTIAL))) {
+		stasis_errf(err, errlen, "%s: region %zu has unknown kind %u or flags 0x%x", p, i,
+			      r->kind, r->flags);
+		return -EBADMSG;
+	}
+	if (r->file_offset < data_start || r->file_offset < *prev_end) {
+		stasis_errf(err, errlen, "%s: region %zu data at %llu overlaps what precedes it",
+			      p, i, (unsigned long long)r->file_offset);
+		return -EBADMSG;
+	}
+	*prev_end = end;
+	if (!(r->flags & REGION_PARTIAL)) {
+		if (r->stored_bytes != r->length || r->bitmap_offset) {
+			stasis_errf(err, errlen,
+				      "%s: region %zu stores %llu bytes of a %llu-byte region", p,
+				      i, (unsigned long long)r->stored_bytes,
+				      (unsigned long long)r->length);
+			return -EBADMSG;
+		}
+		return 0;
+	}
+
+	uint64_t bm_bytes = image_bitmap_bytes(r->length), bits = 0;
+	uint64_t buf[1024];
+
+	if (r->bitmap_offset != r->file_offset || r->stored_bytes < bm_bytes ||
+	    (r->stored_bytes - bm_bytes) % PAGE || (r->stored_bytes - bm_bytes) / PAGE > npages)
+		goto bad_bitmap;
+	for (uint64_t k = 0; k < words;) {
+		uint64_t n = words - k < 1024 ? words - k : 1024;
+		ssize_t got = pread_full(img->fd, buf, n * 8, r->bitmap_offset + k * 8);
+
+		if (got < 0) {
+			stasis_errf(err, errlen, "%s: %s", p, strerror((int)-got));
+			return got;
+		}
+		if ((uint64_t)got != n * 8 || !bitmap_count(buf, k, n, npages, &bits))
+			goto bad_bitmap;
+		k += n;
+	}
+	if (bm_bytes + bits * PAGE == r->stored_bytes)
+		return 0;
+bad_bitmap:
+	stasis_errf(err, errlen,
+		      "%s: region %zu (addr 0x%llx): bitmap does not match its %llu stored bytes",
+		      p, i, (unsigned long long)r->addr, (unsigned long long)r->stored_bytes);
+	return -EBADMSG;
+}
+
+/* Checks run in the order that gives the most useful message: a short file
+ * says so before its (absent) magic is judged, a foreign file says it is not
+ * an image before any checksum talk, and no field steers anything (sizes,
+ * counts, offsets) before the crc covering it has matched. */
+int image_open(const char *path, struct image **out, char *err, size_t errlen)
+{
+	union {
+		struct image_header h;
+		char b[STASIS_PAGE];
+	} u;
+	struct image *img = NULL;
+	struct image_header *h = &u.h;
+	uint64_t want_crc, table_end, data_start, prev_end = 0, sum = 0;
+	size_t plen = strlen(path);
+	struct stat st;
+	ssize_t got;
+	int ret;
+
+	*out = NULL;
+	img = calloc(1, sizeof(*img) + plen + 1);
+	if (!img) {
+		ret = -ENOMEM;
+		stasis_errf(err, errlen, "%s: %s", path, strerror(ENOMEM));
+		goto err;
+	}
+	memcpy(img->path, path, plen + 1);
+	img->fd = fsutil_open_private(path, O_RDONLY, err, errlen);
+	if (img->fd < 0) {
+		ret = img->fd;
+		goto err;
+	}
+	if (fstat(img->fd, &st) < 0) {
+		ret = -errno;
+		stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
+		goto err;
+	}
+	ret = -EBADMSG; /* from here on every failure is a bad file */
+	img->size = st.st_size;
+	if (img->size < STASIS_PAGE) {
+		stasis_errf(err, errlen, "%s: truncated (%llu bytes)", path,
+			      (unsigned long long)img->size);
+		goto err;
+	}
+	got = pread_full(img->fd, u.b, STASIS_PAGE, 0);
+	if (got != STASIS_PAGE) {
+		ret = got < 0 ? (int)got : -EIO;
+		stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
+		goto err;
+	}
+	if (memcmp(h->magic, STASIS_IMAGE_MAGIC, sizeof(h->magic))) {
+		stasis_errf(err, errlen, "%s: not a stasis image (bad magic)", path);
+		goto err;
+	}
+	if (h->version != STASIS_FORMAT_VERSION) {
+		stasis_errf(err, errlen, "%s: format version %u, this stasis reads %u", path,
+			      h->version, STASIS_FORMAT_VERSION);
+		goto err;
+	}
+	want_crc = h->header_crc;
+	h->header_crc = 0;
+	if (crc64(0, h, sizeof(*h)) != want_crc) {
+		stasis_errf(err, errlen, "%s: header checksum mismatch", path);
+		goto err;
+	}
+	h->header_crc = want_crc;
+	/* The header says who wrote it, the inode (fsutil_open_private) who
+	 * owns it: both must be us (a crc is no signature). */
+	if (h->uid != getuid()) {
+		stasis_errf(err, errlen, "%s: written by uid %u, not by you", path, h->uid);
+		goto err;
+	}
+	if (h->header_size != sizeof(*h)) {
+		stasis_errf(err, errlen, "%s: header size %u, this stasis expects %zu", path,
+			      h->header_size, sizeof(*h));
+		goto err;
+	}
+	if (h->kind < IMAGE_FULL || h->kind > IMAGE_INCREMENTAL ||
+	    h->state_size > STASIS_STATE_MAX || h->rank >= h->nranks) {
+		stasis_errf(err, errlen,
+			      "%s: implausible header (kind %u, state %u bytes, rank %u of %u)",
+			      path, h->kind, h->state_size, h->rank, h->nranks);
+		goto err;
+	}
+	if (h->nregions > MAX_REGIONS) {
+		stasis_errf(err, errlen, "%s: implausible region count %llu", path,
+			      (unsigned long long)h->nregions);
+		goto err;
+	}
+	table_end = PAGE + h->nregions * sizeof(struct region_record);
+	if (table_end > img->size) {
+		stasis_errf(err, errlen,
+			      "%s: truncated: region table needs bytes up to %llu, file has %llu",
+			      path, (unsigned long long)table_end, (unsigned long long)img->size);
+		goto err;
+	}
+	img->hdr = *h;
+	img->regions = malloc(h->nregions ? h->nregions * sizeof(struct region_record) : 1);
+	if (!img->regions) {
+		ret = -ENOMEM;
+		stasis_errf(err, errlen, "%s: %s", path, strerror(ENOMEM));
+		goto err;
+	}
+	got = pread_full(img->fd, img->regions, table_end - PAGE, PAGE);
+	if (got != (ssize_t)(table_end - PAGE)) {
+		ret = got < 0 ? (int)got : -EIO;
+		stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
+		goto err;
+	}
+	if (crc64(0, img->regions, table_end - PAGE) != h->table_crc) {
+		stasis_errf(err, errlen, "%s: region table checksum mismatch", path);
+		goto err;
+	}
+	data_start = round_up(table_end, PAGE);
+	for (size_t i = 0; i < h->nregions; i++) {
+		ret = check_record(img, i, data_start, &prev_end, err, errlen);
+		if (ret)
+			goto err;
+		sum += img->regions[i].stored_bytes;
+	}
+	if (sum != h->data_bytes) {
+		ret = -EBADMSG;
+		stasis_errf(err, errlen, "%s: regions store %llu bytes, header says %llu", path,
+			      (unsigned long long)sum, (unsigned long long)h->data_bytes);
+		goto err;
+	}
+	*out = img;
+	return 0;
+err:
+	image_close(img);
+	return ret;
+}
+
+const struct image_header *image_header(const struct image *img)
+{
+	return &img->hdr;
+}
+
+const struct region_record *image_regions(const struct image *img)
+{
+	return img->regions;
+}
+
+int image_fd(const struct image *img)
+{
+	return img->fd;
+}
+
+const char *image_path(const struct image *img)
+{
+	return img->path;
+}
+
+int image_read_region(struct image *img, size_t i, void *buf, char *err, size_t errlen)
+{
+	if (i >= img->hdr.nregions || !buf) {
+		stasis_errf(err, errlen, "%s: no region %zu", img->path, i);
+		return -EINVAL;
+	}
+	return check_region(img, i, buf, err, errlen);
+}
+
+int image_verify(struct image *img, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < img->hdr.nregions; i++) {
+		int ret = check_region(img, i, NULL, err, errlen);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+void image_close(struct image *img)
+{
+	if (!img)
+		return;
+	if (img->fd >= 0)
+		close(img->fd);
+	free(img->regions);
+	free(img);
+}
+
+int file_crc64(const char *path, uint64_t *crc)
+{
+	const size_t chunk = 1u << 20;
+	uint64_t c = 0, off = 0;
+	char *buf = NULL;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(chunk);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	for (;;) {
+		ssize_t got = pread_full(fd, buf, chunk, off);
+
+		if (got < 0) {
+			ret = got;
+			goto err;
+		}
+		c = crc64(c, buf, got);
+		off += got;
+		if ((size_t)got < chunk)
+			break;
+	}
+	*crc = c;
+	ret = 0;
+err:
+	free(buf);
+	close(fd);
+	return ret;
+}

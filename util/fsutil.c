@@ -1,0 +1,78 @@
+#include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "log.h"
+
+int fsutil_sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (fsync(fd) < 0) {
+		if (errno != EINTR) {
+			ret = -errno;
+			break;
+		}
+	}
+	close(fd);
+	return ret;
+}
+
+int fsutil_sync_parent(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return fsutil_sync_dir(".");
+	if (slash == path)
+		return fsutil_sync_dir("/");
+	if ((size_t)(slash - path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, path, slash - path);
+	dir[slash - path] = '\0';
+	return fsutil_sync_dir(dir);
+}
+
+int fsutil_open_private(const char *path, int flags, char *err, size_t errlen)
+{
+	int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC), ret;
+	struct stat sb;
+
+	if (fd < 0) {
+		ret = -errno;
+		if (ret == -ENOENT)
+			stasis_errf(err, errlen, "%s: missing", path);
+		else if (ret == -ELOOP)
+			stasis_errf(err, errlen, "%s is a symbolic link: refused", path);
+		else
+			stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	if (fstat(fd, &sb) < 0) {
+		ret = -errno;
+		stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
+	} else if (!S_ISREG(sb.st_mode)) {
+		ret = -EBADMSG;
+		stasis_errf(err, errlen, "%s is not a regular file: refused", path);
+	} else if (sb.st_uid != geteuid()) {
+		ret = -EPERM;
+		stasis_errf(err, errlen, "%s is owned by uid %u, not by you: refused", path,
+			    (unsigned)sb.st_uid);
+	} else if (sb.st_mode & 077) {
+		ret = -EPERM;
+		stasis_errf(err, errlen, "%s has mode %04o, stasis writes 0600: refused", path,
+			    (unsigned)(sb.st_mode & 07777));
+	} else {
+		return fd;
+	}
+	close(fd);
+	return ret;
+}
