@@ -8,23 +8,17 @@
 #include "runtime.h"
 #include "checkpoint.h"
 #include "fault.h"
-#include "fds.h"
 #include "flush.h"
 #include "image.h"
 #include "log.h"
-#include "maps.h"
-#include "libraries.h"
+#include "parts.h"
 #include "redset.h"
 #include "regions.h"
 #include "retention.h"
 #include "trigger.h"
 #include "session.h"
-#include "sigstate.h"
 #include "diskspace.h"
-#include "state.h"
-#include "threads.h"
 #include "tracking.h"
-#include "callstack.h"
 
 #define MAX_REGIONS 512
 
@@ -101,96 +95,60 @@ static void write_shadow(struct session *s, struct image_header *hdr,
 		pr_warn("shadow image: %s", err);
 }
 
-/* The image being written: the regions collected (with the dirty bitmaps
- * of an incremental image) and the same regions saved whole. Runtime
- * globals, as `captured`: a retry after making room reuses them. */
+/* The image being written: the memory regions collected (with the dirty
+ * bitmaps of an incremental image), then the parts' sections; and the same
+ * regions saved whole. Runtime globals, as `captured`: a retry after making
+ * room reuses them. */
 static struct region regions[MAX_REGIONS];
-/* MPI, files, objects, where, signals, maps, and threads_save's */
-#define MAX_DATA_REGIONS 12
-static struct image_region out[MAX_REGIONS + MAX_DATA_REGIONS],
-    whole[MAX_REGIONS + MAX_DATA_REGIONS];
+#define MAX_SECTIONS 16
+static struct image_region out[MAX_REGIONS + MAX_SECTIONS], whole[MAX_REGIONS + MAX_SECTIONS];
 static int nout;
-/* threads_stop's result for this checkpoint, and why it failed. */
+/* The STOP stage's result for this checkpoint (parts.h), reported with the
+ * vote of prepare_image. */
 static int stop_ret;
-static char stop_err[512];
+static struct why stop_why;
 
-/* Collect the application's memory and agree whether an incremental image
- * is possible on every rank. Collective even for a rank that fails here
- * (it votes "full" and returns its error). The stack is saved from just
- * below the captured stack pointer (the red zone included). */
+/* Collect the application's memory and the parts' sections, and agree
+ * whether an incremental image is possible on every rank. Collective even
+ * for a rank that fails here (it votes "full" and returns its error). The
+ * stack is saved from just below the captured stack pointer (the red zone
+ * included). */
 static int prepare_image(struct session *s, bool *incremental, char *err, size_t errlen)
 {
 	uintptr_t sp = (uintptr_t)captured.context.uc_mcontext.gregs[REG_RSP];
 	int n =
 	    fault_hit(FAULT_FAIL_COLLECT) ? -EIO : regions_collect(regions, MAX_REGIONS, sp - 256);
 	bool mine = false;
-	void *mpi_state, *files;
-	size_t mpi_len, files_len;
 
 	nout = 0;
 	if (n >= 0 && stop_ret) {
-		snprintf(err, errlen, "%s", stop_err);
+		snprintf(err, errlen, "%s", stop_why.msg);
 		n = stop_ret;
 	}
-	if (n < 0) {
-		if (!err[0])
-			snprintf(err, errlen, "cannot list the application's memory: %s",
-				 strerror(-n));
-	} else {
-		/* The program's MPI objects: made again by a restart before its
-		 * memory is put back (mpi/state.h). */
-		int ret = mpi_state_save(&mpi_state, &mpi_len, err, errlen);
+	if (n < 0 && !err[0])
+		snprintf(err, errlen, "cannot list the application's memory: %s", strerror(-n));
+	if (n >= 0) {
+		/* The parts first: whatever they touch of the program's memory
+		 * is then in this image's dirty pages. */
+		struct section sec[MAX_SECTIONS];
+		struct section_list list = {sec, 0, MAX_SECTIONS};
+		struct why why = WHY_INIT;
+		int ret = parts_save(captured.ckpt_id, &list, &why);
 
-		/* The program's open files: opened again by a restart (fds.h). */
-		if (!ret)
-			ret = fds_save(captured.ckpt_id, &files, &files_len, err, errlen);
 		if (ret) {
+			snprintf(err, errlen, "%s", why.msg);
 			n = ret;
 		} else {
 			mine = tracking_prepare(s, regions, n, out) && s->last_id;
-			out[n++] =
-			    (struct image_region){(uintptr_t)mpi_state, mpi_len, SECTION_MPI, NULL};
-			out[n++] =
-			    (struct image_region){(uintptr_t)files, files_len, SECTION_FILES, NULL};
-			/* The threads, thread-local storage and keys of every thread. */
-			ret = threads_save(out + n, MAX_DATA_REGIONS - 6, err, errlen);
-			if (ret < 0) {
-				mine = false;
-				n = ret;
-				goto vote;
-			}
-			n += ret;
-			/* The libraries it loaded: loaded again first by a restart. */
-			ret = libraries_save(&out[n]);
-			if (ret) {
-				snprintf(err, errlen,
-					 "cannot list the libraries loaded with "
-					 "dlopen(): %s",
-					 strerror(-ret));
-				mine = false;
-				n = ret;
-				goto vote;
-			}
-			n++;
-			/* Not memory: carried whole in every image, for
-			 * stasis-inspect. */
-			if (callstack_capture(&out[n]))
-				n++;
-			/* What the kernel keeps of the program, and the mappings
-			 * a restart checks before it puts the memory back. */
-			if (sigstate_capture(&out[n]))
-				n++;
-			ret = maps_capture(&out[n], err, errlen);
-			n = ret ? ret : n + 1;
-		}
-		if (n >= 0) {
+			for (int i = 0; i < list.n; i++)
+				out[n++] = (struct image_region){(uintptr_t)sec[i].data, sec[i].len,
+								 sec[i].kind, NULL};
 			for (int i = 0; i < n; i++)
 				whole[i] = (struct image_region){out[i].addr, out[i].length,
 								 out[i].kind, NULL};
 			nout = n;
 		}
 	}
-vote:
 	/* All ranks write the same kind, so that every chain, and the
 	 * redundancy of every image in it, exists on every rank. */
 	PMPI_Allreduce(&mine, incremental, 1, MPI_C_BOOL, MPI_LAND, s->comm);
@@ -333,10 +291,11 @@ int checkpoint_take(struct session *s)
 	double t0 = now();
 	int ret;
 
-	/* Output the program wrote before the checkpoint must not sit in a
-	 * buffer of this process only. */
-	stop_err[0] = 0;
-	stop_ret = threads_stop(stop_err, sizeof(stop_err));
+	/* The program's other threads park first (parts.h, STOP); a failure
+	 * is this checkpoint's, reported with the vote of prepare_image. Its
+	 * output must not sit in a buffer of this process only. */
+	why_clear(&stop_why);
+	stop_ret = parts_run(STAGE_STOP, NULL, &stop_why);
 	fflush(NULL);
 	captured.canary = read_canary();
 	captured.depth = stasis_depth;
@@ -347,29 +306,28 @@ int checkpoint_take(struct session *s)
 		resuming = 0;
 		s->last_id = resumed_id;
 		last_commit_ns = created_ns(s, resumed_id);
-		mpi_state_resumed();
-		sigstate_resumed();
+		parts_run_void(STAGE_RESUMED, true);
 		trigger_resumed();
 		if (s->rank == 0 && s->cfg.verbose >= 1)
 			fprintf(stderr, "stasis: resumed from checkpoint %llu\n",
 				(unsigned long long)resumed_id);
 		return CHECKPOINT_RESUMED;
 	}
-	/* One instant of the program: its handlers wait, and what it made
-	 * unreadable is read (maps.h). */
-	sigstate_hold();
-	maps_save_begin();
-	ret = write_and_commit(s, id, t0);
-	maps_save_end();
-	sigstate_release();
-	threads_resume();
+	/* One instant of the program (parts.h, QUIESCE): its signals wait and
+	 * the pages it made unreadable are made readable while the image is
+	 * written; THAW gives both back and lets its threads go. */
+	ret = parts_run(STAGE_QUIESCE, NULL, &stop_why);
+	if (!ret)
+		ret = write_and_commit(s, id, t0);
+	parts_run_void(STAGE_THAW, false);
+	parts_run_void(STAGE_RESUMED, false);
 	return ret;
 }
 
 /* The rest of checkpoint_take, out of the function that calls getcontext. */
 static int write_and_commit(struct session *s, uint64_t id, double t0)
 {
-	char err[512] = "";
+	char err[1024] = "";
 	uint64_t bytes = 0, total_bytes = 0;
 	double ms, max_ms;
 	int all_ok, ret, prep, any_incremental, nospace;

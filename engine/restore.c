@@ -10,21 +10,16 @@
 #include "arena.h"
 #include "checkpoint.h"
 #include "fault.h"
-#include "fds.h"
 #include "flush.h"
 #include "interval_auto.h"
 #include "image.h"
 #include "log.h"
-#include "maps.h"
-#include "libraries.h"
+#include "parts.h"
 #include "redset.h"
 #include "regions.h"
 #include "restore.h"
 #include "restore_read.h"
 #include "session.h"
-#include "sigstate.h"
-#include "state.h"
-#include "threads.h"
 
 #define MAX_IDS 4096
 #define TEMP_STACK_SIZE (1 << 20)
@@ -160,12 +155,12 @@ static enum verdict load(struct session *s, uint64_t id, char *why, size_t len)
 /* Runs on temp_stack: the main stack is part of what it overwrites. */
 static void jump_into_image(void)
 {
-	/* The rest of memory is in place (restore_read_apply). */
+	/* Everything but the stacks was written back by restore_read_apply:
+	 * the stacks now, then the arena's own state, then the parts (parts.h,
+	 * ON_TEMP_STACK: protections, streams, threads last). */
 	restore_read_stacks(chain, nchain);
 	arena_finish_restore();
-	maps_apply();
-	fds_relink_streams();
-	threads_release();
+	parts_run_void(STAGE_ON_TEMP_STACK, true);
 	stasis_depth = target.depth;
 	checkpoint_prepare_resume(target_id);
 	/* Frames restored from the image carry the old process's stack canary;
@@ -217,45 +212,19 @@ static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
 	return 0;
 }
 
-/* Make the program's MPI objects of the chosen checkpoint again, before
- * its memory (which names them by their virtual handles) comes back.
- * Collective; 0, or -errno after one rank said why. */
-static int replay_mpi(struct session *s, uint64_t id)
-{
-	char why[1024] = "", line[1200];
-	int ret = -EBADMSG;
-	double t0 = PMPI_Wtime();
-	size_t len;
-	const void *state = restore_read_kept(&chain[0], SECTION_MPI, &len);
-
-	if (state)
-		ret = mpi_state_replay(state, len, why, sizeof(why));
-	/* Every rank reached the replay, or none has the region: agree. */
-	PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, s->comm);
-	if (!ret) {
-		/* A line scripts read (bench/replay_perf.sh): keep its shape. */
-		if (s->rank == 0 && s->cfg.verbose >= 1)
-			fprintf(stderr, "stasis: replayed %zu MPI objects in %.1f ms\n",
-				mpi_state_objects(), (PMPI_Wtime() - t0) * 1e3);
-		return 0;
-	}
-	snprintf(line, sizeof(line), "checkpoint %llu: %s", (unsigned long long)id,
-		 why[0] ? why : "the image holds no MPI state");
-	session_report(s, why[0] || s->rank == 0, line);
-	return ret;
-}
-
-/* Before anything is written into this process: every mapping the images
- * of the chain expect is in place (maps.h) and the signal record is sound.
- * Collective; 0, or -errno after one rank said why in one line. */
-static int verify_process(struct session *s, uint64_t id)
+/* What every restart stage is handed (session/part.h): the sections of
+ * the newest image, and every memory region of the chain (each once). */
+static void restart_input(uint64_t id, struct restart_input *in)
 {
 	static struct region mem[4096];
-	const void *maps_rec = NULL, *sig_rec = NULL;
-	size_t maps_len = 0, sig_len = 0;
-	char why[1024] = "", line[1200];
-	int n = 0, ret;
+	int n = 0;
 
+	memset(in, 0, sizeof(*in));
+	in->id = id;
+	for (uint32_t kind = SECTION_FIRST; kind <= SECTION_LAST; kind++) {
+		in->sections[kind].kind = kind;
+		in->sections[kind].data = restore_read_kept(&chain[0], kind, &in->sections[kind].len);
+	}
 	for (int c = 0; c < nchain; c++) {
 		const struct region_record *cr = image_regions(chain[c].img);
 
@@ -270,42 +239,8 @@ static int verify_process(struct session *s, uint64_t id)
 				mem[n++] = m;
 		}
 	}
-	maps_rec = restore_read_kept(&chain[0], SECTION_MAPPINGS, &maps_len);
-	sig_rec = restore_read_kept(&chain[0], SECTION_SIGNALS, &sig_len);
-	ret = maps_verify(mem, n, maps_rec, maps_len, why, sizeof(why));
-	if (!ret)
-		ret = sigstate_load(sig_rec, sig_len, why, sizeof(why));
-	PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, s->comm);
-	if (!ret)
-		return 0;
-	snprintf(line, sizeof(line), "checkpoint %llu cannot be restored into this process: %s",
-		 (unsigned long long)id, why);
-	session_report(s, why[0] != 0, line);
-	return ret;
-}
-
-/* The rest of the process besides its memory (threads.h): before the
- * memory comes back. Collective; 0, or -errno after one rank said why. */
-static int restore_process(struct session *s, uint64_t id)
-{
-	char why[1024] = "", line[1200];
-	size_t tls_len, threads_len, objects_len;
-	const void *tls = restore_read_kept(&chain[0], SECTION_TLS, &tls_len);
-	const void *threads = restore_read_kept(&chain[0], SECTION_THREADS, &threads_len);
-	const void *objects = restore_read_kept(&chain[0], SECTION_LIBRARIES, &objects_len);
-	int ret, all;
-
-	/* Libraries first: the threads' code and TLS may be theirs. */
-	ret = libraries_restore(objects, objects_len, why, sizeof(why));
-	if (!ret)
-		ret = threads_restore(tls, tls_len, threads, threads_len, why, sizeof(why));
-
-	PMPI_Allreduce(&ret, &all, 1, MPI_INT, MPI_MIN, s->comm);
-	if (!all)
-		return 0;
-	snprintf(line, sizeof(line), "checkpoint %llu: %s", (unsigned long long)id, why);
-	session_report(s, ret != 0, line);
-	return all;
+	in->memory = mem;
+	in->nmemory = n;
 }
 
 /* The chosen checkpoint is complete (some rank holds its record) and every
@@ -345,8 +280,7 @@ int restore_latest(struct session *s)
 	double t0 = monotonic(), t1;
 	bool heavy = false, local;
 	int v, worst;
-	const void *files;
-	size_t files_len;
+	static struct restart_input in;
 
 	cand = allreduce_max(s, newest_committed_below(s, UINT64_MAX));
 	flushed = flush_complete_below(s, UINT64_MAX);
@@ -428,13 +362,12 @@ int restore_latest(struct session *s)
 	cand = id;
 	target_id = cand;
 	complete_records(s);
-	/* Every file checked before anything is cut back or replayed. */
-	files = restore_read_kept(&chain[0], SECTION_FILES, &files_len);
-	if (fds_restart_check(s, cand, files, files_len))
-		return -EINVAL;
-	/* The libraries the program loaded come back before the mappings
-	 * are checked (they are among them). */
-	if (replay_mpi(s, cand) || restore_process(s, cand) || verify_process(s, cand))
+	/* The stages of session/part.h, each agreed by every rank: nothing
+	 * of this process changes before CHECK passed, nothing of its memory
+	 * before VERIFY did. */
+	restart_input(cand, &in);
+	if (parts_restart_stage(s, STAGE_CHECK, &in) || parts_restart_stage(s, STAGE_RECREATE, &in) ||
+	    parts_restart_stage(s, STAGE_VERIFY, &in))
 		return -EINVAL;
 	/* From here memory is overwritten: a failure stops the process. */
 	t1 = monotonic();
@@ -443,15 +376,12 @@ int restore_latest(struct session *s)
 		       (unsigned long long)cand, why);
 		return -EIO;
 	}
-	if (fds_restart_apply(s))
+	if (parts_restart_stage(s, STAGE_REATTACH, &in))
 		return -EIO;
 	pr_debug("checkpoint %llu: chain of %d image(s) verified and MPI objects made in %.0f ms, "
 		 "memory put back in %.0f ms",
 		 (unsigned long long)cand, nchain, (t1 - t0) * 1e3, (monotonic() - t1) * 1e3);
 	interval_auto_restarted(s, monotonic() - t0, heavy);
-	/* The program's signals wait (and this run's timers stop) until the
-	 * image's are back (sigstate.h). */
-	sigstate_before_jump();
 	getcontext(&trampoline);
 	trampoline.uc_stack.ss_sp = temp_stack;
 	trampoline.uc_stack.ss_size = sizeof(temp_stack);

@@ -328,23 +328,29 @@ bool drain_and_checkpoint(struct session *s, coord_take_fn take)
 	if (!ret) {
 		say_drained(s, s->next_id);
 		traffic_reset();
+		/* The MPI part's RESUMED hook (drain_resume) has posted the
+		 * receives and sent the drained messages again by the time the
+		 * checkpoint returns, whether it committed, failed or resumed a
+		 * restarted process. */
 		ret = take(s);
-		if (ret == CHECKPOINT_RESUMED) {
-			/* A restart: this is a new process, its memory the image's. */
-			mpi_req_repost();
-			resend_drained(s);
+		if (ret == CHECKPOINT_RESUMED)
 			return true;
-		}
-	} else if (s->rank == 0) {
-		pr_warn("checkpoint skipped: %s",
-			ret == -ESTALE ? "a message in flight was sent on a communicator its "
-					 "sender has freed"
-				       : "messages in flight could not be drained");
+	} else {
+		if (s->rank == 0)
+			pr_warn("checkpoint skipped: %s",
+				ret == -ESTALE ? "a message in flight was sent on a communicator "
+						 "its sender has freed"
+					       : "messages in flight could not be drained");
+		drain_resume(s);
 	}
-	mpi_req_repost();
-	resend_drained(s);
 	trigger_checkpoint_done(ret ? -1 : now() - t0);
 	return false;
+}
+
+void drain_resume(struct session *s)
+{
+	mpi_req_repost();
+	resend_drained(s);
 }
 
 /* --- carried across a restart --------------------------------------------------------- */

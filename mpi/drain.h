@@ -21,6 +21,9 @@ struct session;
  * checkpoint, post receives again, send drained messages again. Returns
  * true in a restarted process that has just resumed here. */
 bool drain_and_checkpoint(struct session *s, coord_take_fn take);
+/* After a checkpoint (and in a restarted process): post the receives the
+ * drain cancelled and send the drained messages again, in MPI's order. */
+void drain_resume(struct session *s);
 /* Sends stasis made again that the program has not received yet: free
  * those that completed (at every poll). */
 void drain_progress(void);

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "part.h"
+
 /* After the real MPI_Init (a first run and a restart alike). */
 int mpi_state_init(void);
 
@@ -24,5 +26,9 @@ size_t mpi_state_objects(void);
 
 /* In the resumed program, once its memory is back. */
 void mpi_state_resumed(void);
+
+/* The MPI part of a checkpoint (session/part.h): saved as SECTION_MPI,
+ * recreated before the memory comes back. */
+extern const struct part_ops mpi_part;
 
 #endif

@@ -109,3 +109,21 @@ bool callstack_capture(struct image_region *out)
 	*out = (struct image_region){(uintptr_t)&buf, sizeof(buf), SECTION_CALLSTACK, NULL};
 	return rec->nframes > 0;
 }
+
+/* --- the call-stack part (session/part.h): saved for stasis-inspect only ------------- */
+
+static int callstack_part_save(uint64_t id, struct section_list *out, struct why *why)
+{
+	struct image_region r;
+
+	(void)id;
+	/* Not found (no frame above stasis's wrapper): no section, no error. */
+	if (!callstack_capture(&r))
+		return 0;
+	return section_add(out, r.kind, (const void *)r.addr, r.length, why);
+}
+
+const struct part_ops callstack_part = {
+    .name = "callstack",
+    .save = callstack_part_save,
+};

@@ -8,10 +8,15 @@
 #include <stdbool.h>
 
 #include "image.h"
+#include "part.h"
 
 /* Capture the stack now into a buffer of stasis's (runtime memory, reused
  * by the next capture) and describe it as a region to write. False, with
  * nothing to write, when the stack cannot be walked. */
 bool callstack_capture(struct image_region *out);
+
+/* The call-stack part (session/part.h): saved as SECTION_CALLSTACK for
+ * stasis-inspect --where; a restart does nothing with it. */
+extern const struct part_ops callstack_part;
 
 #endif

@@ -29,6 +29,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "part.h"
+
 struct session;
 
 #define FDS_RANGE_MAX 256
@@ -102,21 +104,14 @@ void fds_refuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * see opened): that checkpoint fails, the run goes on. */
 int fds_save(uint64_t id, void **data, size_t *len, char *err, size_t errlen);
 
-/* Restart of checkpoint id, collective: check that every file the image
- * names can be opened again as it was (read-only files unchanged, written
- * ones no shorter, the same files, the numbers free) and open them,
- * touching nothing. On failure one rank prints the line naming the cause
- * and every rank returns -errno. data NULL: the image has no descriptors. */
-int fds_restart_check(struct session *s, uint64_t id, const void *data, size_t len);
-/* Then, before the memory is put back: cut written files back to their
- * lengths, put every descriptor at its number with its offset, take the
- * restart's own streams out of libc's list. Collective; 0 or -errno after
- * one rank said why. */
-int fds_restart_apply(struct session *s);
 /* Right after the memory is back (on the temporary stack): the program's
  * stdio streams go back into libc's list of open streams, so that
  * fflush(NULL) and exit() flush them. */
 void fds_relink_streams(void);
+
+/* The files part (session/part.h): saved as SECTION_FILES; checked before a
+ * restart changes anything, put back once the memory is. */
+extern const struct part_ops files_part;
 
 /* fds_image.c's access to the table (fds.c). */
 enum fds_slot_state { SLOT_OTHER = 0, SLOT_RESERVED, SLOT_PROGRAM };

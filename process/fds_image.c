@@ -27,6 +27,7 @@
 #include "fds.h"
 #include "format.h"
 #include "log.h"
+#include "part.h"
 #include "session.h"
 
 /* glibc's list of open streams and its helpers (exported, libio.h): a
@@ -513,32 +514,22 @@ static int check(struct session *s, uint64_t id, const void *data, size_t len, c
 	return ret;
 }
 
-/* Collective over the world: every rank's result, and one rank's line. */
-static int agree(struct session *s, int ret, uint64_t id, const char *why)
+/* CHECK: every file the image names is there, no shorter, the same file,
+ * its number free; each opened, nothing touched. Local: the engine agrees. */
+static int files_part_check(const struct restart_input *in, struct why *why)
 {
-	char line[PATH_MAX + 1200];
-	int all = ret;
-
-	PMPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, s->comm);
-	if (!all)
-		return 0;
-	snprintf(line, sizeof(line), "checkpoint %llu: %s", (unsigned long long)id,
-		 why[0] ? why : "another rank cannot open its files again");
-	session_report(s, ret && why[0], line);
-	return all;
-}
-
-int fds_restart_check(struct session *s, uint64_t id, const void *data, size_t len)
-{
-	char why[PATH_MAX + 1024] = "";
+	const struct section *sec = restart_section(in, SECTION_FILES);
+	char err[PATH_MAX + 1024] = "";
 	int ret;
 
 	forget();
-	restored_id = id;
-	ret = agree(s, check(s, id, data, len, why, sizeof(why)), id, why);
-	if (ret)
+	restored_id = in->id;
+	ret = check(session_get(), in->id, sec->data, sec->len, err, sizeof(err));
+	if (ret) {
 		forget();
-	return ret;
+		return why_set(why, ret, "%s", err[0] ? err : strerror(-ret));
+	}
+	return 0;
 }
 
 /* The restarted program's own streams (opened before MPI_Init) are about
@@ -598,17 +589,21 @@ static int apply(char *why, size_t whylen)
 	return 0;
 }
 
-int fds_restart_apply(struct session *s)
+/* REATTACH: after the memory is back, cut written files back to their
+ * lengths, put every descriptor at its number with its offset, and take the
+ * restart's own streams out of libc's list. */
+static int files_part_reattach(const struct restart_input *in, struct why *why)
 {
-	char why[PATH_MAX + 256] = "";
-	int ret = apply(why, sizeof(why));
+	char err[PATH_MAX + 256] = "";
+	int ret = apply(err, sizeof(err));
 
+	(void)in;
 	for (int i = 0; i < nrecs; i++)
 		if (opened[i] >= 0) {
 			close(opened[i]);
 			opened[i] = -1;
 		}
-	return agree(s, ret, restored_id, why);
+	return ret ? why_set(why, ret, "%s", err[0] ? err : strerror(-ret)) : 0;
 }
 
 void fds_relink_streams(void)
@@ -619,3 +614,25 @@ void fds_relink_streams(void)
 		_IO_link_in(saved_streams[i]);
 	}
 }
+
+/* --- the files part (session/part.h) -------------------------------------------------- */
+
+static int files_part_save(uint64_t id, struct section_list *out, struct why *why)
+{
+	char err[PATH_MAX + 256] = "";
+	void *data;
+	size_t len;
+	int ret = fds_save(id, &data, &len, err, sizeof(err));
+
+	if (ret)
+		return why_set(why, ret, "%s", err);
+	return section_add(out, SECTION_FILES, data, len, why);
+}
+
+const struct part_ops files_part = {
+    .name = "files",
+    .save = files_part_save,
+    .check = files_part_check,
+    .reattach = files_part_reattach,
+    .on_temp_stack = fds_relink_streams,
+};

@@ -736,3 +736,32 @@ bool libraries_is_program_handle(const void *handle)
 {
 	return is_program_handle(handle);
 }
+
+/* --- the libraries part (session/part.h) --------------------------------------------- */
+
+static int libraries_part_save(uint64_t id, struct section_list *out, struct why *why)
+{
+	struct image_region r;
+	int ret = libraries_save(&r);
+
+	(void)id;
+	if (ret)
+		return why_set(why, ret, "cannot list the libraries loaded with dlopen(): %s",
+			       strerror(-ret));
+	return section_add(out, r.kind, (const void *)r.addr, r.length, why);
+}
+
+static int libraries_part_recreate(const struct restart_input *in, struct why *why)
+{
+	const struct section *sec = restart_section(in, SECTION_LIBRARIES);
+	char err[1024] = "";
+	int ret = libraries_restore(sec->data, sec->len, err, sizeof(err));
+
+	return ret ? why_set(why, ret, "%s", err) : 0;
+}
+
+const struct part_ops libraries_part = {
+    .name = "libraries",
+    .save = libraries_part_save,
+    .recreate = libraries_part_recreate,
+};

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "image.h"
+#include "part.h"
 #include "regions.h"
 
 
@@ -56,5 +57,9 @@ int libraries_save(struct image_region *out);
  * the ones it has. 0, or -errno with why set to one line naming the
  * library. */
 int libraries_restore(const void *rec, size_t len, char *why, size_t whylen);
+
+/* The libraries part (session/part.h): saved as SECTION_LIBRARIES, loaded
+ * again at their addresses before a restart's threads and memory. */
+extern const struct part_ops libraries_part;
 
 #endif

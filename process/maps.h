@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "image.h"
+#include "part.h"
 #include "regions.h"
 
 /* The program's mprotect(): done and recorded, with its refusals (code or
@@ -90,5 +91,9 @@ int maps_verify(const struct region *regions, int n, const void *rec, size_t len
  * protections and madvise() flags. A failure here cannot be undone: one
  * line, and the process exits. */
 void maps_apply(void);
+
+/* The mappings part (session/part.h): saved as SECTION_MAPPINGS, checked
+ * before a restart writes memory, applied on the temporary stack. */
+extern const struct part_ops mappings_part;
 
 #endif

@@ -376,3 +376,42 @@ void maps_apply(void)
 	}
 	maps_unlock(&old);
 }
+
+/* --- the mappings part (session/part.h) ----------------------------------------------- */
+
+static int mappings_part_quiesce(struct why *why)
+{
+	(void)why;
+	maps_save_begin();
+	return 0;
+}
+
+static int mappings_part_save(uint64_t id, struct section_list *out, struct why *why)
+{
+	struct image_region r;
+	char err[1024] = "";
+	int ret = maps_capture(&r, err, sizeof(err));
+
+	(void)id;
+	if (ret)
+		return why_set(why, ret, "%s", err);
+	return section_add(out, r.kind, (const void *)r.addr, r.length, why);
+}
+
+static int mappings_part_verify(const struct restart_input *in, struct why *why)
+{
+	const struct section *sec = restart_section(in, SECTION_MAPPINGS);
+	char err[1024] = "";
+	int ret = maps_verify(in->memory, in->nmemory, sec->data, sec->len, err, sizeof(err));
+
+	return ret ? why_set(why, ret, "%s", err) : 0;
+}
+
+const struct part_ops mappings_part = {
+    .name = "mappings",
+    .quiesce = mappings_part_quiesce,
+    .save = mappings_part_save,
+    .thaw = maps_save_end,
+    .verify = mappings_part_verify,
+    .on_temp_stack = maps_apply,
+};

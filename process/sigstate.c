@@ -559,3 +559,55 @@ void sigstate_resumed(void)
 	have_restored = false;
 	pthread_sigmask(SIG_SETMASK, &mask, NULL);
 }
+
+/* --- the signals part (session/part.h) ------------------------------------------------ */
+
+static int signals_part_quiesce(struct why *why)
+{
+	(void)why;
+	sigstate_hold();
+	return 0;
+}
+
+static int signals_part_save(uint64_t id, struct section_list *out, struct why *why)
+{
+	struct image_region r;
+
+	(void)id;
+	if (!sigstate_capture(&r))
+		return 0;
+	return section_add(out, r.kind, (const void *)r.addr, r.length, why);
+}
+
+static int signals_part_verify(const struct restart_input *in, struct why *why)
+{
+	const struct section *sec = restart_section(in, SECTION_SIGNALS);
+	char err[1024] = "";
+	int ret = sigstate_load(sec->data, sec->len, err, sizeof(err));
+
+	return ret ? why_set(why, ret, "%s", err) : 0;
+}
+
+static int signals_part_reattach(const struct restart_input *in, struct why *why)
+{
+	(void)in;
+	(void)why;
+	sigstate_before_jump();
+	return 0;
+}
+
+static void signals_part_resumed(bool restarted)
+{
+	if (restarted)
+		sigstate_resumed();
+}
+
+const struct part_ops signals_part = {
+    .name = "signals",
+    .quiesce = signals_part_quiesce,
+    .save = signals_part_save,
+    .thaw = sigstate_release,
+    .verify = signals_part_verify,
+    .reattach = signals_part_reattach,
+    .resumed = signals_part_resumed,
+};

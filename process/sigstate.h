@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "image.h"
+#include "part.h"
 
 typedef void (*sigstate_handler_fn)(int, siginfo_t *, void *);
 
@@ -68,5 +69,9 @@ bool sigstate_capture(struct image_region *out);
 int sigstate_load(const void *rec, size_t len, char *why, size_t whylen);
 void sigstate_before_jump(void);
 void sigstate_resumed(void);
+
+/* The signals part (session/part.h): held while a checkpoint saves,
+ * checked and held again by a restart, given back once it resumed. */
+extern const struct part_ops signals_part;
 
 #endif

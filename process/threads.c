@@ -607,3 +607,47 @@ void threads_release(void)
 	__atomic_store_n(&restore_go, 1, __ATOMIC_SEQ_CST);
 	futex_wake(&restore_go);
 }
+
+/* --- the threads part (session/part.h) ------------------------------------------------ */
+
+static int threads_part_stop(struct why *why)
+{
+	char err[512] = "";
+	int ret = threads_stop(err, sizeof(err));
+
+	return ret ? why_set(why, ret, "%s", err) : 0;
+}
+
+/* Two sections: thread-local storage and keys, and the threads. */
+static int threads_part_save(uint64_t id, struct section_list *out, struct why *why)
+{
+	struct image_region r[4];
+	char err[1024] = "";
+	int n = threads_save(r, 4, err, sizeof(err)), ret = 0;
+
+	(void)id;
+	if (n < 0)
+		return why_set(why, n, "%s", err);
+	for (int i = 0; i < n && !ret; i++)
+		ret = section_add(out, r[i].kind, (const void *)r[i].addr, r[i].length, why);
+	return ret;
+}
+
+static int threads_part_recreate(const struct restart_input *in, struct why *why)
+{
+	const struct section *tls = restart_section(in, SECTION_TLS);
+	const struct section *thr = restart_section(in, SECTION_THREADS);
+	char err[1024] = "";
+	int ret = threads_restore(tls->data, tls->len, thr->data, thr->len, err, sizeof(err));
+
+	return ret ? why_set(why, ret, "%s", err) : 0;
+}
+
+const struct part_ops threads_part = {
+    .name = "threads",
+    .stop = threads_part_stop,
+    .save = threads_part_save,
+    .thaw = threads_resume,
+    .recreate = threads_part_recreate,
+    .on_temp_stack = threads_release,
+};

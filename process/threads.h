@@ -51,6 +51,7 @@
 #include <stdint.h>
 
 #include "image.h"
+#include "part.h"
 #include "regions.h"
 
 /* The zone of the application threads' stacks. */
@@ -106,5 +107,10 @@ void threads_exiting(void *retval);
 /* An application thread entered an MPI wrapper: refused (the coordinator
  * stops the main thread only). */
 void threads_mpi_call(void);
+
+/* The threads part (session/part.h): stopped before a checkpoint, saved
+ * as SECTION_TLS and SECTION_THREADS, made again by a restart and released
+ * last. */
+extern const struct part_ops threads_part;
 
 #endif

@@ -13,11 +13,14 @@ int why_agree(MPI_Comm comm, const char *step, int ret, struct why *w)
 	PMPI_Comm_rank(comm, &rank);
 	PMPI_Comm_size(comm, &size);
 	pr_debug("%s: waiting for the other ranks", step);
-	mine = ret ? rank : size;
+	/* A failing rank that knows why explains before one that does not
+	 * (a collective step fails on every rank, the cause is on one). */
+	mine = !ret ? 2 * size : why_said(w) ? rank : size + rank;
 	if (PMPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
 		return why_set(w, -EIO, "%s: the ranks could not agree", step);
-	if (lowest == size)
+	if (lowest == 2 * size)
 		return 0;
+	lowest %= size;
 	if (lowest == rank) {
 		if (!why_said(w) || !w->err)
 			why_set(w, ret, "%s", strerror(ret < 0 ? -ret : EIO));

@@ -16,8 +16,9 @@ struct session;
 
 /* Collective over comm. Returns 0 when every rank's ret was 0, else the
  * explaining rank's error (< 0), its why copied into *w on every rank
- * (w->rank: its rank in comm). A failing rank that said nothing is
- * explained by strerror. */
+ * (w->rank: its rank in comm). The explaining rank is the lowest failing
+ * rank that said why, else the lowest failing rank, explained by
+ * strerror. */
 int why_agree(MPI_Comm comm, const char *step, int ret, struct why *w);
 /* The same over the session's private world communicator. */
 int stage_agree(struct session *s, const char *step, int ret, struct why *w);

@@ -12,7 +12,7 @@
 struct why {
 	int err;       /* the -errno of the failure, 0 while none */
 	int rank;      /* after an agreement (session/agree.h): the rank that explains */
-	char msg[512]; /* one line, no trailing newline; "" while none */
+	char msg[1024]; /* one line, no trailing newline; "" while none */
 };
 
 #define WHY_INIT {0, -1, ""}
