@@ -10,6 +10,7 @@
 #include "fault.h"
 #include "flush.h"
 #include "image.h"
+#include "agree.h"
 #include "log.h"
 #include "parts.h"
 #include "redset.h"
@@ -243,14 +244,12 @@ static void format_age(double sec, char *buf, size_t len)
  * how old the newest complete checkpoint is. */
 static void report_no_space(struct session *s, uint64_t id, bool mine, const char *err, bool freed)
 {
-	struct {
-		int v, r;
-	} in = {mine ? 0 : 1, s->rank}, out;
-	char why[512], age[32];
+	struct why w = WHY_INIT;
+	char age[32];
 
-	PMPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, s->comm);
-	snprintf(why, sizeof(why), "%s", err);
-	PMPI_Bcast(why, sizeof(why), MPI_CHAR, out.r, s->comm);
+	if (mine)
+		why_set(&w, -ENOSPC, "%s", err);
+	why_agree(s->comm, "checkpoint:no-space", mine ? -ENOSPC : 0, &w);
 	if (s->rank || space_warned)
 		return;
 	space_warned = true;
@@ -259,14 +258,14 @@ static void report_no_space(struct session *s, uint64_t id, bool mine, const cha
 		    "checkpoint %llu could not be written, the disk is full (rank %d: %s); no "
 		    "checkpoint is complete yet; the run goes on and stasis tries again at every "
 		    "interval",
-		    (unsigned long long)id, out.r, why);
+		    (unsigned long long)id, w.rank, w.msg);
 		return;
 	}
 	format_age((realtime_ns() - last_commit_ns) / 1e9, age, sizeof(age));
 	pr_warn("checkpoint %llu could not be written, the disk is full (rank %d: %s)%s; the "
 		"newest complete checkpoint, %llu, is %s old; the run goes on and stasis tries "
 		"again at every interval",
-		(unsigned long long)id, out.r, why,
+		(unsigned long long)id, w.rank, w.msg,
 		freed ? "; removing the older checkpoints it does not need did not make room enough"
 		      : "; it needs every older checkpoint left",
 		(unsigned long long)s->last_id, age);

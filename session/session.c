@@ -1,5 +1,8 @@
 #include <mpi.h>
 
+#include <errno.h>
+
+#include "agree.h"
 #include "log.h"
 #include "runtime.h"
 #include "session.h"
@@ -38,9 +41,10 @@ void session_unsupported(const char *feature)
 
 void session_report(struct session *s, bool mine, const char *line)
 {
-	int me = mine ? s->rank : s->size, lowest;
+	struct why w = WHY_INIT;
 
-	PMPI_Allreduce(&me, &lowest, 1, MPI_INT, MPI_MIN, s->comm);
-	if (lowest == s->rank)
-		pr_err("%s", line);
+	if (mine)
+		why_set(&w, -EIO, "%s", line);
+	if (why_agree(s->comm, "report", mine ? -EIO : 0, &w) && w.rank == s->rank)
+		pr_err("%s", w.msg);
 }
