@@ -269,6 +269,89 @@ static double monotonic(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
+/* Load checkpoint id on every rank: from the node-local level when it is
+ * committed there, rebuilding lost or damaged files through the redundancy
+ * sets if some rank cannot load its own, else from the flush level when it
+ * is complete there. Collective; the worst verdict of any rank, *v this
+ * rank's, why its reason (empty on a rank that has none of its own). */
+static int try_load(struct session *s, uint64_t id, bool local, bool flushed, enum verdict *v,
+		    char *why, size_t len, bool *heavy)
+{
+	int worst = UNUSABLE;
+
+	why[0] = 0;
+	*v = UNUSABLE;
+	if (local) {
+		*v = load(s, id, why, len);
+		PMPI_Allreduce(v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
+	}
+	if (local && worst == UNUSABLE && s->redset) {
+		unload();
+		/* From here why is the rebuild's: a rank whose own set was
+		 * whole has none, and must not pass on a stale one. */
+		why[0] = 0;
+		*v = UNUSABLE;
+		if (rebuild_chain(s, id, why, len) == 0) {
+			*heavy = true;
+			*v = load(s, id, why, len);
+			PMPI_Allreduce(v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
+		}
+	}
+	if (worst == UNUSABLE && flushed) {
+		unload();
+		if (local && *v == UNUSABLE && why[0])
+			pr_warn("checkpoint %llu cannot be used from %s: %s", (unsigned long long)id,
+				s->store.dir, why);
+		why[0] = 0;
+		*v = UNUSABLE;
+		if (flush_fetch(s, id, why, len) == 0) {
+			*heavy = true;
+			*v = load(s, id, why, len);
+			PMPI_Allreduce(v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
+		}
+	}
+	return worst;
+}
+
+/* The chain is loaded and verified on every rank: run the restart stages
+ * (session/part.h), write the memory back and jump into the image. Returns
+ * only on failure (-errno, cause printed). */
+static int resume_from(struct session *s, uint64_t id, double t0, bool heavy)
+{
+	static struct restart_input in;
+	char why[1024] = "";
+	double t1;
+
+	target_id = id;
+	complete_records(s);
+	/* Each stage agreed by every rank: nothing of this process changes
+	 * before CHECK passed, nothing of its memory before VERIFY did. */
+	restart_input(id, &in);
+	if (parts_restart_stage(s, STAGE_CHECK, &in) || parts_restart_stage(s, STAGE_RECREATE, &in) ||
+	    parts_restart_stage(s, STAGE_VERIFY, &in))
+		return -EINVAL;
+	/* From here memory is overwritten: a failure stops the process. */
+	t1 = monotonic();
+	if (restore_read_apply(chain, nchain, why, sizeof(why))) {
+		pr_err("checkpoint %llu: cannot put the program's memory back: %s",
+		       (unsigned long long)id, why);
+		return -EIO;
+	}
+	if (parts_restart_stage(s, STAGE_REATTACH, &in))
+		return -EIO;
+	pr_debug("checkpoint %llu: chain of %d image(s) verified and MPI objects made in %.0f ms, "
+		 "memory put back in %.0f ms",
+		 (unsigned long long)id, nchain, (t1 - t0) * 1e3, (monotonic() - t1) * 1e3);
+	interval_auto_restarted(s, monotonic() - t0, heavy);
+	getcontext(&trampoline);
+	trampoline.uc_stack.ss_sp = temp_stack;
+	trampoline.uc_stack.ss_size = sizeof(temp_stack);
+	trampoline.uc_link = NULL;
+	makecontext(&trampoline, jump_into_image, 0);
+	setcontext(&trampoline);
+	return -EFAULT;
+}
+
 /* Candidates come from both levels, newest first: a checkpoint committed on
  * the node-local level is loaded from there (rebuilding lost files through
  * the redundancy sets if need be); one the node-local level cannot give
@@ -277,10 +360,10 @@ int restore_latest(struct session *s)
 {
 	char why[8192] = "", newest_why[8192] = "";
 	uint64_t cand, flushed, id = 0, why_at = 0;
-	double t0 = monotonic(), t1;
+	double t0 = monotonic();
 	bool heavy = false, local;
-	int v, worst;
-	static struct restart_input in;
+	enum verdict v;
+	int worst;
 
 	cand = allreduce_max(s, newest_committed_below(s, UINT64_MAX));
 	flushed = flush_complete_below(s, UINT64_MAX);
@@ -294,41 +377,9 @@ int restore_latest(struct session *s)
 	while (cand || flushed) {
 		id = cand > flushed ? cand : flushed;
 		local = cand == id;
-		why[0] = 0;
-		v = worst = UNUSABLE;
-		if (local) {
-			v = load(s, id, why, sizeof(why));
-			PMPI_Allreduce(&v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
-		}
-		if (local && worst == UNUSABLE && s->redset) {
-			unload();
-			/* From here why is the rebuild's: a rank whose own set was
-			 * whole has none, and must not pass on a stale one. */
-			why[0] = 0;
-			if (rebuild_chain(s, id, why, sizeof(why)) == 0) {
-				heavy = true;
-				v = load(s, id, why, sizeof(why));
-				PMPI_Allreduce(&v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
-			} else {
-				v = UNUSABLE;
-			}
-		}
-		if (worst == UNUSABLE && flushed == id) {
-			unload();
-			if (local && v == UNUSABLE && why[0])
-				pr_warn("checkpoint %llu cannot be used from %s: %s",
-					(unsigned long long)id, s->store.dir, why);
-			why[0] = 0;
-			if (flush_fetch(s, id, why, sizeof(why)) == 0) {
-				heavy = true;
-				v = load(s, id, why, sizeof(why));
-				PMPI_Allreduce(&v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
-			} else {
-				v = UNUSABLE;
-			}
-		}
+		worst = try_load(s, id, local, flushed == id, &v, why, sizeof(why), &heavy);
 		if (worst == USABLE)
-			break;
+			return resume_from(s, id, t0, heavy);
 		unload();
 		/* Ranks without a reason of their own (their set was whole, the
 		 * checkpoint failed elsewhere) neither warn nor report. */
@@ -348,45 +399,15 @@ int restore_latest(struct session *s)
 		if (flushed == id)
 			flushed = flush_complete_below(s, id);
 	}
-	if (!cand && !flushed) {
+	/* None usable: the newest checkpoint's reason, from the lowest rank
+	 * that has one (rank 0 alone if none has). */
+	{
 		char line[8400];
 		uint64_t at = allreduce_max(s, why_at);
 
-		/* The newest checkpoint's reason, from the lowest rank that has
-		 * one (rank 0 alone if none has). */
 		snprintf(line, sizeof(line), "no usable checkpoint to restart from%s%s",
 			 newest_why[0] ? ": " : "", newest_why);
 		session_report(s, at ? newest_why[0] && why_at == at : s->rank == 0, line);
-		return -EBADMSG;
 	}
-	cand = id;
-	target_id = cand;
-	complete_records(s);
-	/* The stages of session/part.h, each agreed by every rank: nothing
-	 * of this process changes before CHECK passed, nothing of its memory
-	 * before VERIFY did. */
-	restart_input(cand, &in);
-	if (parts_restart_stage(s, STAGE_CHECK, &in) || parts_restart_stage(s, STAGE_RECREATE, &in) ||
-	    parts_restart_stage(s, STAGE_VERIFY, &in))
-		return -EINVAL;
-	/* From here memory is overwritten: a failure stops the process. */
-	t1 = monotonic();
-	if (restore_read_apply(chain, nchain, why, sizeof(why))) {
-		pr_err("checkpoint %llu: cannot put the program's memory back: %s",
-		       (unsigned long long)cand, why);
-		return -EIO;
-	}
-	if (parts_restart_stage(s, STAGE_REATTACH, &in))
-		return -EIO;
-	pr_debug("checkpoint %llu: chain of %d image(s) verified and MPI objects made in %.0f ms, "
-		 "memory put back in %.0f ms",
-		 (unsigned long long)cand, nchain, (t1 - t0) * 1e3, (monotonic() - t1) * 1e3);
-	interval_auto_restarted(s, monotonic() - t0, heavy);
-	getcontext(&trampoline);
-	trampoline.uc_stack.ss_sp = temp_stack;
-	trampoline.uc_stack.ss_size = sizeof(temp_stack);
-	trampoline.uc_link = NULL;
-	makecontext(&trampoline, jump_into_image, 0);
-	setcontext(&trampoline);
-	return -EFAULT;
+	return -EBADMSG;
 }
