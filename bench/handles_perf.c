@@ -8,7 +8,7 @@
  *   allreduce_split  8-byte MPI_Allreduce on a split
  *   pingpong         0-byte MPI_Send/MPI_Recv between ranks 0 and 1, half
  *                    a round trip (under stasis an Isend/Irecv and a wait
- *                    loop, block.h)
+ *                    loop, blocking.h)
  *   pingpong_req     the same with MPI_Isend/MPI_Irecv/MPI_Waitall (a
  *                    virtual request minted and released per message)
  *   vector_pingpong  one MPI_Type_vector of 64 doubles (stride 2)

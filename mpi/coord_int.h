@@ -56,7 +56,7 @@ struct coord_shared {
 	bool quit;
 	/* The program's thread runs on its own memory: false in a restarted
 	 * process until it has resumed. An attempt announced before then is
-	 * answered once it has (deferred): the restore overwrites the clocks
+	 * answered once it has (deferred): the restore overwrites the counts
 	 * and handle tables an answer reads, and the resume must find no
 	 * attempt half agreed without it. */
 	bool ready;

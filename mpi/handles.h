@@ -69,7 +69,7 @@ struct vh_entry {
 	MPI_Fint real_f;     /* the real Fortran handle, VH_NO_FINT if unknown */
 	uint32_t flags;      /* enum vh_flags */
 	struct mpi_record *rec; /* how it was made (NULL: not restorable) */
-	void *aux;		/* the kind's runtime state (clocks.h, requests.h) */
+	void *aux;		/* the kind's runtime state (collective_counts.h, requests.h) */
 };
 
 #define VH_NO_FINT ((MPI_Fint)-1)

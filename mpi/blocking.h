@@ -5,14 +5,14 @@
  * it, and a restart resumes it in another process. The Fortran forms go
  * through the Fortran bindings (which turn MPI_IN_PLACE, MPI_BOTTOM and
  * statuses into their C forms). */
-#ifndef STASIS_MPI_BLOCK_H
-#define STASIS_MPI_BLOCK_H
+#ifndef STASIS_MPI_BLOCKING_H
+#define STASIS_MPI_BLOCKING_H
 
 #include <mpi.h>
 
 /* Wait for the program's request *req (stasis's MPI_Test in a loop). */
-int mpi_block(MPI_Request *req, MPI_Status *status);
-void mpi_block_f(MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr);
+int blocking_wait(MPI_Request *req, MPI_Status *status);
+void blocking_wait_f(MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr);
 
 int mpi_conv_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
 		      int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source,

@@ -1,12 +1,12 @@
 /* Lifecycle of the program's MPI objects other than communicators, groups
  * and requests: datatypes, info objects, handles returned by inquiries,
  * frees and commits (calls.h). */
-#define LOG_PREFIX "objects: "
+#define LOG_PREFIX "datatypes: "
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "calls.h"
-#include "clocks.h"
+#include "collective_counts.h"
 #include "log.h"
 #include "session.h"
 
@@ -105,7 +105,7 @@ void mpi_freed(enum vh_kind k, void *v)
 	if (!e)
 		return;
 	if (k == VH_COMM)
-		clocks_detach(e);
+		collective_counts_detach(e);
 	rec_object_freed(k, v);
 }
 
