@@ -303,7 +303,7 @@ struct thread_record {
 };
 
 /* SECTION_LIBRARIES: the libraries the program loaded with dlopen(), in the
- * order it loaded them (process/objects.h): one struct libraries_group per
+ * order it loaded them (process/libraries.h): one struct libraries_group per
  * dlopen() that loaded something, each followed by its `count` struct
  * objects_entry (the objects that call loaded, in ld.so's order). A
  * restart loads each group again at the same addresses before the memory

@@ -1,4 +1,4 @@
-/* dlopen() and friends of the program's (process/objects.h): libraries it
+/* dlopen() and friends of the program's (process/libraries.h): libraries it
  * loads itself are the application's, placed where a restart can load
  * them again, and the handles it holds for them are the same in every run.
  * ld.so's own loads, the MPI library's components, libc's modules (which
@@ -123,7 +123,7 @@ void *stasis_dl_real(void *handle)
 	return real ? real : handle;
 }
 
-/* The program's libraries are never unloaded (objects.h). */
+/* The program's libraries are never unloaded (process/libraries.h). */
 EXPORT int dlclose(void *handle)
 {
 	static int (*real)(void *);

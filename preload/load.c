@@ -94,7 +94,7 @@ static void load(void)
 		return;
 	}
 	/* Without its zone, a library the program loads switches checkpoints
-	 * off (objects.h). */
+	 * off (process/libraries.h). */
 	ret = libraries_init();
 	if (ret)
 		pr_warn("cannot reserve the zone for libraries loaded with dlopen() at %#lx: %s",

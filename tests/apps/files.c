@@ -12,7 +12,7 @@
  *   - writes progress to /dev/null, keeps its directory open (a descriptor
  *     and a directory stream, read again at the end);
  *   - folds what it read into its state; an MPI_Allreduce ends each
- *     iteration (the safe point).
+ *     iteration.
  * At the end rank 0 prints the answer through a stream on a duplicate of
  * standard output that it never closes (exit() must flush it).
  *

@@ -11,7 +11,7 @@
 !   - files.data.mpi, shared by every rank through MPI-IO (MPI_FILE_OPEN with
 !     a blank-padded CHARACTER name, a view with each rank's displacement),
 !     gets each rank's sum with MPI_FILE_WRITE_AT_ALL every 8 iterations;
-! an MPI_ALLREDUCE on MPI_COMM_WORLD ends each iteration (the safe point).
+! an MPI_ALLREDUCE on MPI_COMM_WORLD ends each iteration.
 !
 !   files_f [N [ITERS]]
 !

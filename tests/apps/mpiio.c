@@ -12,7 +12,7 @@
  *     again at its end;
  *   - files.log.<rank>, each rank's own (MPI_COMM_SELF): a line per
  *     iteration through its individual file pointer (MPI_File_write);
- * an MPI_Allreduce ends each iteration (the safe point).
+ * an MPI_Allreduce ends each iteration.
  *
  *   mpiio [N [ITERS]] [--overwrite]
  *

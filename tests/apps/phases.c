@@ -5,7 +5,7 @@
  * and STILL. STILL is filled once. In phase 1 every iteration rewrites all
  * of BUSY; in phase 2 every iteration writes one page of BUSY. Every
  * iteration reads all of BUSY and a word per page of STILL, and ends with
- * an MPI_Allreduce of their sum on MPI_COMM_WORLD (stasis's safe point).
+ * an MPI_Allreduce of their sum on MPI_COMM_WORLD.
  *
  *   phases [MIB [ITERS]] [--switch FILE] [--all]
  *
