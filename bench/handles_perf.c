@@ -1,8 +1,8 @@
 /* handles_perf N: the latency of MPI calls whose handles stasis translates
- * (issue 7) and whose collectives and messages it counts (issue 8), on
- * communicators and datatypes the program made: microseconds per call,
- * rank 0 prints one line per case. Run plain and under stasis-run,
- * alternating, by bench/handles_perf.sh.
+ * and whose collectives and messages it counts, on communicators and
+ * datatypes the program made: microseconds per call, rank 0 prints one line
+ * per case. Run plain and under stasis-run, alternating, by
+ * bench/handles_perf.sh.
  *
  *   allreduce_dup    8-byte MPI_Allreduce on a duplicate of the world
  *   allreduce_split  8-byte MPI_Allreduce on a split

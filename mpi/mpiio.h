@@ -1,4 +1,4 @@
-/* MPI-IO files (issue 9): a file handle is virtual like the other handles,
+/* MPI-IO files: a file handle is virtual like the other handles,
  * recorded by how it was opened (the communicator, the file's absolute
  * name, the access mode, the hints) and, at every checkpoint, by its
  * state: its size, inode and modification time, its view (displacement,

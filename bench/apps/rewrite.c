@@ -1,5 +1,5 @@
 /* rewrite: the "all memory changes every iteration" workload of
- * bench/incremental_perf.sh and bench/restart_perf.sh (issue 10).
+ * bench/incremental_perf.sh and bench/restart_perf.sh.
  *
  * An ordinary MPI program: one array of MIB MiB per rank (malloc), every
  * iteration rewrites all of it (each 8-byte word gets a value of its index

@@ -1,6 +1,6 @@
 /* files: an MPI program that keeps files open all run long, as simulation
- * codes do (issue 9): a checkpoint/restart test subject that knows nothing
- * of stasis. Every rank, in its current directory,
+ * codes do: a checkpoint/restart test subject that knows nothing of stasis.
+ * Every rank, in its current directory,
  *   - reads one line per iteration from the input files.in (a FILE* with a
  *     small buffer, so that its descriptor's offset moves as it goes; at
  *     the end of the file it starts again);

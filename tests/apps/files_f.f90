@@ -1,5 +1,5 @@
-! files_f: the Fortran twin of files.c (issue 9), a checkpoint/restart test
-! subject that keeps units open all run long through libgfortran:
+! files_f: the Fortran twin of files.c, a checkpoint/restart test subject that
+! keeps units open all run long through libgfortran:
 !   - unit 11 reads one value per iteration from files.in (formatted,
 !     sequential; REWIND at its end);
 !   - unit 12 writes a line per iteration to files.log.<rank> (formatted,

@@ -1,6 +1,6 @@
-/* mpiio: an MPI program that does its I/O with MPI-IO, keeping its files
- * open all run long (issue 9), a checkpoint/restart test subject that knows
- * nothing of stasis. In its current directory:
+/* mpiio: an MPI program that does its I/O with MPI-IO, keeping its files open
+ * all run long, a checkpoint/restart test subject that knows nothing of
+ * stasis. In its current directory:
  *   - files.data.all, shared by every rank: rank 0 writes a header, then
  *     every rank sets a view (a displacement past the header, MPI_DOUBLE,
  *     a filetype interleaving the ranks' blocks, freed right after) and
