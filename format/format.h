@@ -309,7 +309,7 @@ struct thread_record {
 /* SECTION_LIBRARIES: the libraries the program loaded with dlopen(), in the
  * order it loaded them (process/libraries.h): one struct libraries_group per
  * dlopen() that loaded something, each followed by its `count` struct
- * objects_entry (the objects that call loaded, in ld.so's order). A
+ * libraries_entry (the objects that call loaded, in ld.so's order). A
  * restart loads each group again at the same addresses before the memory
  * comes back. */
 #define STASIS_OBJECTS_MAGIC "STASISOB"

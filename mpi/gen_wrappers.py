@@ -134,8 +134,9 @@ TEST_LIKE = ("Test", "Testall", "Testany", "Testsome", "Iprobe", "Improbe")
 def coord_pre(f, w):
     """Where the coordinator (coord.h) looks in: every wrapper polls; a
     Test or an Iprobe is a place to stop; a collective is counted on its
-    communicator (collective_counts.h) and may wait at its entry; a blocking call runs
-    as its non-blocking form while a checkpoint is under way."""
+    communicator (collective_counts.h) and may wait at its entry. (A
+    blocking point-to-point call always runs as its non-blocking form plus
+    a loop of Tests: emit_blocking.)"""
     fortran = w.fortran
     w.pre.append("coord_wait_point();" if f.name in TEST_LIKE else "coord_entry();")
     if "gate" in f.ann:
