@@ -1,6 +1,8 @@
-/* Lifecycle of the program's MPI objects other than communicators, groups
- * and requests: datatypes, info objects, handles returned by inquiries,
- * frees and commits (calls.h). */
+/* The lifecycle of the program's MPI objects other than communicators,
+ * groups and requests: datatypes (made, committed, freed), info objects,
+ * and handles MPI returns from inquiries (MPI_Comm_get_errhandler, ...).
+ * Each new object gets a virtual handle (handles.h) and a record
+ * (record.h), so that a restart can make it again. Declared in calls.h. */
 #define LOG_PREFIX "datatypes: "
 #include <stdio.h>
 #include <stdlib.h>
