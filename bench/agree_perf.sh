@@ -1,14 +1,14 @@
 #!/bin/bash
 # agree_perf.sh BUILD_DIR: how long after a checkpoint is wanted the ranks
-# stop and the checkpoint is done (issue 8), for programs that reach a
-# collective on every rank often (heat: MPI_COMM_WORLD each step; halves:
-# collectives on two halves only) and programs that never call one in
-# their main loop (ring: pre-posted receives; master: workers blocked in
-# MPI_Recv), in the same run. Each program runs under stasis-run with a
-# short interval until CHECKPOINTS checkpoints are committed; stasis
-# prints at STASIS_VERBOSE=2, per checkpoint, the time from the request to
-# every rank stopped ("agreed in") and to every rank done, and the commit
-# time. Medians per program; "rounds" are the leader's rounds of queries.
+# stop and the checkpoint is done, for programs that reach a collective on
+# every rank often (heat: MPI_COMM_WORLD each step; halves: collectives on two
+# halves only) and programs that never call one in their main loop (ring:
+# pre-posted receives; master: workers blocked in MPI_Recv), in the same run.
+# Each program runs under stasis-run with a short interval until CHECKPOINTS
+# checkpoints are committed; stasis prints at STASIS_VERBOSE=2, per
+# checkpoint, the time from the request to every rank stopped ("agreed in")
+# and to every rank done, and the commit time. Medians per program; "rounds"
+# are the leader's rounds of queries.
 set -euo pipefail
 build=$(cd "${1:?usage: agree_perf.sh BUILD_DIR}" && pwd)
 apps=$build/tests/apps

@@ -1,4 +1,4 @@
-/* Speed of the application arena's allocator (core/arena*.c) against the
+/* Speed of the application arena's allocator (alloc/arena*.c) against the
  * libc malloc it replaces for the program's heap, in the same run:
  * small malloc+free pairs (a batch of 64 sizes from 16 to 512 bytes, then
  * all freed), best of 5 rounds of each, alternating.

@@ -1,8 +1,8 @@
 /* files_perf: what the program's file calls cost, run plain and under
- * stasis-run side by side by files_perf.sh (issue 9): writes to a file it
- * keeps open (looked at for writes below a checkpointed length), opens and
- * closes (moved into the program's range of descriptors, the placeholder
- * put back), and the same through stdio. Rank 0 prints one line per case:
+ * stasis-run side by side by files_perf.sh: writes to a file it keeps open
+ * (looked at for writes below a checkpointed length), opens and closes (moved
+ * into the program's range of descriptors, the placeholder put back), and the
+ * same through stdio. Rank 0 prints one line per case:
  *   <case> <ns per call>
  */
 #include <fcntl.h>

@@ -1,8 +1,8 @@
 #!/bin/bash
-# files_perf.sh BUILD_DIR: what stasis adds to the program's file calls
-# (issue 9): each round runs bench/files_perf plain and under stasis-run
-# back to back (no checkpoint due) and prints, per case, both costs, their
-# ratio and the difference in nanoseconds, then the median difference.
+# files_perf.sh BUILD_DIR: what stasis adds to the program's file calls:
+# each round runs bench/files_perf plain and under stasis-run back to back
+# (no checkpoint due) and prints, per case, both costs, their ratio and the
+# difference in nanoseconds, then the median difference.
 set -euo pipefail
 build=$(cd "${1:?usage: files_perf.sh BUILD_DIR}" && pwd)
 exe=$build/bench/files_perf

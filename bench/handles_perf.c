@@ -1,14 +1,14 @@
 /* handles_perf N: the latency of MPI calls whose handles stasis translates
- * (issue 7) and whose collectives and messages it counts (issue 8), on
- * communicators and datatypes the program made: microseconds per call,
- * rank 0 prints one line per case. Run plain and under stasis-run,
- * alternating, by bench/handles_perf.sh.
+ * and whose collectives and messages it counts, on communicators and
+ * datatypes the program made: microseconds per call, rank 0 prints one line
+ * per case. Run plain and under stasis-run, alternating, by
+ * bench/handles_perf.sh.
  *
  *   allreduce_dup    8-byte MPI_Allreduce on a duplicate of the world
  *   allreduce_split  8-byte MPI_Allreduce on a split
  *   pingpong         0-byte MPI_Send/MPI_Recv between ranks 0 and 1, half
  *                    a round trip (under stasis an Isend/Irecv and a wait
- *                    loop, block.h)
+ *                    loop, blocking.h)
  *   pingpong_req     the same with MPI_Isend/MPI_Irecv/MPI_Waitall (a
  *                    virtual request minted and released per message)
  *   vector_pingpong  one MPI_Type_vector of 64 doubles (stride 2)

@@ -1,11 +1,11 @@
 #!/bin/bash
 # handles_perf.sh BUILD_DIR: what stasis adds to MPI calls on objects the
-# program made (handle translation, request and message accounting, safe
-# points), issue 7, and what counting collectives and messages and running
-# blocking calls as non-blocking ones add, issue 8. Each round runs bench/handles_perf plain and under
-# stasis-run back to back (no checkpoint due); per case it prints both
-# latencies, their ratio and the difference in microseconds, then the
-# median difference over the rounds.
+# program made: translating virtual handles, accounting for requests and
+# messages, counting collectives (mpi/collective_counts.h) and running
+# blocking calls as non-blocking ones (mpi/blocking.h). Each round runs
+# bench/handles_perf plain and under stasis-run back to back (no checkpoint
+# due); per case it prints both latencies, their ratio and the difference
+# in microseconds, then the median difference over the rounds.
 set -euo pipefail
 build=$(cd "${1:?usage: handles_perf.sh BUILD_DIR}" && pwd)
 exe=$build/bench/handles_perf

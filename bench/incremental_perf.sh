@@ -1,6 +1,6 @@
 #!/bin/bash
-# incremental_perf.sh BUILD_DIR: what dirty-page tracking buys and costs
-# (issues 3 and 10, "What to measure"), for three workloads:
+# incremental_perf.sh BUILD_DIR: what dirty-page tracking buys and costs, for
+# three workloads:
 #   MAT      dense C = A * B, inputs never change, one row of C per
 #            iteration: few pages change per interval (bench/apps/mat.c),
 #            4 ranks, STASIS_INTERVAL=1
@@ -22,7 +22,7 @@
 #      line of rank 0, incremental checkpoints, mean of ms / GiB);
 #   4. what tracking chose at the last checkpoint: bytes write-protected and
 #      bytes saved whole (the VERBOSE=1 "tracking" line, all ranks).
-# Targets (issue 10): slowdown <= 1.05 for every workload with auto; MAT's
+# Targets: slowdown <= 1.05 for every workload with auto; MAT's
 # incrementals < 1% of a full one.
 #
 # Env: INCR_PERF_ROUNDS (default 2), INCR_PERF_MODES (default "auto

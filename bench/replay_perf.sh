@@ -1,10 +1,10 @@
 #!/bin/bash
-# replay_perf.sh BUILD_DIR: how long a restart takes to make the program's
-# MPI objects again (issue 7), for a program holding 1,000 communicators
-# and 10,000 datatypes, beside the same program holding none, in the same
-# run. Each round: run under stasis-run until a checkpoint is committed,
-# SIGKILL, restart; stasis prints the replay time ("replayed N MPI
-# objects in X ms") and the time to "resumed" is taken from the launch.
+# replay_perf.sh BUILD_DIR: how long a restart takes to make the program's MPI
+# objects again, for a program holding 1,000 communicators and 10,000
+# datatypes, beside the same program holding none, in the same run. Each
+# round: run under stasis-run until a checkpoint is committed, SIGKILL,
+# restart; stasis prints the replay time ("replayed N MPI objects in X ms")
+# and the time to "resumed" is taken from the launch.
 set -euo pipefail
 build=$(cd "${1:?usage: replay_perf.sh BUILD_DIR}" && pwd)
 exe=$build/bench/objects_many

@@ -1,6 +1,6 @@
 #!/bin/bash
 # restart_perf.sh BUILD_DIR: how long a restart takes to bring back NP ranks
-# of MIB MiB each (issue 10: 2 x 1 GiB), against the floor measured in the
+# of MIB MiB each (default 2 x 1 GiB), against the floor measured in the
 # same run, rounds alternating:
 #   restart  from launching stasis-restart to its "resumed" line, the images
 #            dropped from the page cache first (libraries stay warm);

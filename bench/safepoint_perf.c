@@ -1,8 +1,11 @@
 /* safepoint_perf N: time N MPI_Allreduce of one double and N MPI_Barrier
  * on MPI_COMM_WORLD and print microseconds per call (rank 0). Run plain
- * and under stasis-run by bench/safepoint_perf.sh: every such call is a
- * safe point there, where stasis completes and restarts its pipelined
- * agreement. */
+ * and under stasis-run by bench/safepoint_perf.sh. Under stasis every such
+ * call goes through its generated wrapper, which checks the coordinator's
+ * flag and counts the collective on its communicator before and after the
+ * real call (mpi/coord.h, mpi/collective_counts.h). The name is from the
+ * first design, where these collectives were the only places a checkpoint
+ * could start. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>

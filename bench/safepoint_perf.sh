@@ -1,7 +1,7 @@
 #!/bin/bash
 # safepoint_perf.sh BUILD_DIR: what stasis adds to every collective on
-# MPI_COMM_WORLD when no checkpoint is due (interposition + completing and
-# restarting the pipelined agreement), plain and under stasis-run in
+# MPI_COMM_WORLD when no checkpoint is due (the wrapper, the coordinator's
+# flag, counting the collective: mpi/coord.h), plain and under stasis-run in
 # alternating rounds, as ratios.
 set -euo pipefail
 build=$(cd "${1:?usage: safepoint_perf.sh BUILD_DIR}" && pwd)

@@ -10,16 +10,20 @@
  *                            `length` bytes; for an incremental region a
  *                            page bitmap (ceil(npages/64) u64 words, at
  *                            bitmap_offset) and the saved pages in order.
- * Version 3 added non-memory regions (SECTION_MPI): a reader of version 2
- * would have written them into memory, so it must refuse the file.
- * Version 4: the saved state lost a counter, the MPI region carries
- * requests and drained messages (issue 8), and SECTION_CALLSTACK holds the
- * program's stack (issue 12), and stasis_hash the build of stasis.
- * Version 5 (issue 9): SECTION_FILES (open files, stdio streams),
- * SECTION_SIGNALS (signals, timers), SECTION_MAPPINGS (protections, mapping
- * kinds), SECTION_TLS (thread-local storage, pthread keys), SECTION_THREADS
- * (the program's threads) and SECTION_LIBRARIES (libraries it loaded with
- * dlopen()).
+ * Version 3 added sections, entries that are not memory (SECTION_MPI): a
+ * reader of version 2 would have written them into memory, so it must
+ * refuse the file.
+ * Version 4: the saved state lost a counter; the MPI section carries
+ * pending requests and drained messages, so that a checkpoint can be taken
+ * while messages are in flight (mpi/drain.h); SECTION_CALLSTACK holds the
+ * program's call stack at the checkpoint, for stasis-inspect; stasis_hash
+ * names the build of libstasis.so (the saved stack returns into its code,
+ * so a restart needs the same build).
+ * Version 5, the rest of a process: SECTION_FILES (open files, stdio
+ * streams), SECTION_SIGNALS (signals, timers), SECTION_MAPPINGS
+ * (protections, mapping kinds), SECTION_TLS (thread-local storage, pthread
+ * keys), SECTION_THREADS (the program's threads) and SECTION_LIBRARIES
+ * (libraries it loaded with dlopen()).
  */
 #ifndef STASIS_FORMAT_H
 #define STASIS_FORMAT_H
@@ -303,9 +307,9 @@ struct thread_record {
 };
 
 /* SECTION_LIBRARIES: the libraries the program loaded with dlopen(), in the
- * order it loaded them (process/objects.h): one struct libraries_group per
+ * order it loaded them (process/libraries.h): one struct libraries_group per
  * dlopen() that loaded something, each followed by its `count` struct
- * objects_entry (the objects that call loaded, in ld.so's order). A
+ * libraries_entry (the objects that call loaded, in ld.so's order). A
  * restart loads each group again at the same addresses before the memory
  * comes back. */
 #define STASIS_OBJECTS_MAGIC "STASISOB"

@@ -4,7 +4,7 @@
  *
  * Files of checkpoint <id> for rank <r>:
  *   ckpt-<id>.r<r>.img   image (image.h)
- *   ckpt-<id>.r<r>.red   redundancy data (codecs/)
+ *   ckpt-<id>.r<r>.red   redundancy data (redundancy/)
  *   ckpt-<id>.r<r>.done  commit record (format.h), written last
  * Functions return 0 or -errno; err (if not NULL) gets one line. */
 #ifndef STASIS_STORE_H

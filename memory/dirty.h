@@ -32,8 +32,9 @@
  * - collect() must not run while the kernel or another process writes into a
  *   buffer that prepare_write() made writable (an in-flight read() or MPI
  *   receive on another thread): the mprotect backend protects the collected
- *   pages again, so that write would fail with EFAULT. Checkpoints are taken
- *   at safe points where no request is pending, which gives this.
+ *   pages again, so that write would fail with EFAULT. A checkpoint is
+ *   taken only after the drain (mpi/drain.h) has cancelled every receive the
+ *   program posted, so no MPI receive is writing then.
  * - Granularity: the reported set is exact for 4 KiB pages, and a superset
  *   when (mprotect) vm.max_map_count forced a coarser unprotect, or (uffd) a
  *   written page sat in a transparent huge page (the kernel reports all of

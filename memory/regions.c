@@ -175,8 +175,9 @@ static bool is_runtime_root(const struct object *o)
 	return false;
 }
 
-/* Code in the zone of the program's libraries (objects.h) is theirs even
- * before they are classified: their constructors run inside dlopen(). */
+/* Code in the address range reserved for the program's libraries
+ * (process/libraries.h) is theirs even before they are classified: their
+ * constructors run inside dlopen(). */
 static bool in_libraries_zone(uintptr_t pc)
 {
 	return pc - STASIS_LIBRARIES_BASE < STASIS_LIBRARIES_SIZE;
@@ -363,8 +364,10 @@ int regions_init(void)
 	return 0;
 }
 
-/* A library the program loaded with dlopen() (objects.c): application
- * unless its name says runtime, with the data it has writable now. */
+/* A library the program loaded with dlopen() (process/libraries.c) is
+ * application memory unless its name is one of the runtime's (libc, the
+ * loader, the MPI library and its helpers: is_runtime_root); the data it
+ * has writable now goes into the image. */
 struct add_ctx {
 	const uintptr_t *bases;
 	int n;

@@ -38,8 +38,8 @@ bool regions_app_object(uintptr_t base);
 /* Whether pc is code of such an object (not libc's). */
 bool regions_app_object_code(uintptr_t pc);
 
-/* Libraries the program loaded with dlopen() (objects.h), by load base:
- * application libraries from now on (unless their names are the MPI
+/* Libraries the program loaded with dlopen() (process/libraries.h), by
+ * load base: application libraries from now on (unless their names are the MPI
  * library's), their writable data part of the image. 0 or -errno. */
 int regions_add_objects(const uintptr_t *bases, int n);
 

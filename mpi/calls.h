@@ -1,6 +1,9 @@
 /* What the generated wrappers (gen_wrappers.py, from calls.def) call to
  * keep the program's handles virtual and its objects recorded, besides
- * comms.h and requests.h. Each _f twin takes and returns Fortran handles. */
+ * comms.h and requests.h: the lifecycle of datatypes, info objects and
+ * handles returned by inquiries, all in datatypes.c except
+ * mpi_type_adopt (decode.c). Each _f twin takes and returns Fortran
+ * handles. */
 #ifndef STASIS_MPI_CALLS_H
 #define STASIS_MPI_CALLS_H
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clocks.h"
+#include "collective_counts.h"
 #include "comms.h"
 #include "log.h"
 #include "session.h"
@@ -171,9 +171,9 @@ static const int *record_peers(struct rec_reader *r, int *n, int *inter)
 }
 
 /* Agree on the communicator's global id with its members (or take the
- * recorded one) and hang its clock on v; a new record gets the id
+ * recorded one) and hang its collective counts on v; a new record gets the id
  * appended. 0 or -errno. */
-static int attach_clock(struct mpi_record *rec, MPI_Comm v, MPI_Comm real, bool replay)
+static int attach_counts(struct mpi_record *rec, MPI_Comm v, MPI_Comm real, bool replay)
 {
 	struct rec_reader r = rr_open(rec->data, rec->len);
 	int n, inter, ret = -EBADMSG;
@@ -187,10 +187,10 @@ static int attach_clock(struct mpi_record *rec, MPI_Comm v, MPI_Comm real, bool 
 		if (rec->len < sizeof(gid))
 			goto out;
 		memcpy(&gid, rec->data + rec->len - sizeof(gid), sizeof(gid));
-		ret = clocks_attach(v, real, peers, n, inter, gid) ? 0 : -EINVAL;
+		ret = collective_counts_attach(v, real, peers, n, inter, gid) ? 0 : -EINVAL;
 		goto out;
 	}
-	gid = clocks_attach(v, real, peers, n, inter, 0);
+	gid = collective_counts_attach(v, real, peers, n, inter, 0);
 	grown = gid ? realloc(rec->data, rec->len + sizeof(gid)) : NULL;
 	ret = -ENOMEM;
 	if (grown) {
@@ -224,14 +224,14 @@ MPI_Comm mpi_comm_new(MPI_Comm real, int split_type, const char *call)
 	rec = rec_make(VH_COMM, &b, 0);
 	v = adopt(VH_COMM, real, rec, flags, call);
 	/* Collective over the new communicator, like its creation. */
-	if (v != real && attach_clock(rec, v, real, false))
+	if (v != real && attach_counts(rec, v, real, false))
 		session_unsupported("a communicator whose members could not agree on its id");
 	return v;
 }
 
-int comms_clock_replayed(struct mpi_record *rec, MPI_Comm v, MPI_Comm real)
+int comms_counts_replayed(struct mpi_record *rec, MPI_Comm v, MPI_Comm real)
 {
-	return attach_clock(rec, v, real, true);
+	return attach_counts(rec, v, real, true);
 }
 
 MPI_Group mpi_group_new(MPI_Group real, const char *call)
@@ -374,7 +374,7 @@ int comms_replay_comm(const struct mpi_record *rec, MPI_Comm *out, uint32_t *fla
 
 	if (inter)
 		remote = rr_ints(&r, &rn);
-	/* The clock's id ends the record (comms_clock_replayed). */
+	/* The global id ends the record (comms_counts_replayed). */
 	if (!r.bad && (size_t)(r.end - r.p) >= sizeof(uint64_t))
 		r.end -= sizeof(uint64_t);
 	ret = -EBADMSG;

@@ -36,8 +36,8 @@ MPI_Fint mpi_group_new_f(MPI_Fint real_f, const char *call);
 int comms_replay_comm(const struct mpi_record *rec, MPI_Comm *out, uint32_t *flags, char *why,
 		      size_t len);
 int comms_replay_group(const struct mpi_record *rec, MPI_Group *out);
-/* After a replayed communicator is bound to v: its clock, with the
- * recorded global id. */
-int comms_clock_replayed(struct mpi_record *rec, MPI_Comm v, MPI_Comm real);
+/* After a replayed communicator is bound to v: hang its collective counts
+ * on v under the recorded global id. */
+int comms_counts_replayed(struct mpi_record *rec, MPI_Comm v, MPI_Comm real);
 
 #endif

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "runtime.h"
-#include "clocks.h"
+#include "collective_counts.h"
 #include "coord.h"
 #include "coord_int.h"
 #include "drain.h"
@@ -85,7 +85,7 @@ bool coord_converged(void)
 {
 	struct conv_ctx c = {mpi_matched() == 0};
 
-	clocks_walk(check_one, &c);
+	collective_counts_walk(check_one, &c);
 	return c.converged;
 }
 
@@ -247,7 +247,7 @@ static void hold_while_level(void)
 
 static void gate(MPI_Comm comm, int blocking)
 {
-	struct comm_info *ci = clocks_of(comm);
+	struct comm_info *ci = collective_counts_of(comm);
 
 	if (!ci)
 		return;
@@ -269,7 +269,7 @@ static void gate(MPI_Comm comm, int blocking)
 	pthread_mutex_lock(&SH.lock);
 	hold_while_level();
 	/* Looked up again: a restart may have resumed in take_checkpoint(). */
-	ci = clocks_of(comm);
+	ci = collective_counts_of(comm);
 	if (ci) {
 		uint64_t e = __atomic_add_fetch(&ci->entered, 1, __ATOMIC_SEQ_CST);
 
@@ -319,7 +319,7 @@ void coord_ungated_done(void)
 
 void coord_collective_done(MPI_Comm comm)
 {
-	struct comm_info *ci = clocks_of(comm);
+	struct comm_info *ci = collective_counts_of(comm);
 
 	if (ci)
 		__atomic_add_fetch(&ci->completed, 1, __ATOMIC_SEQ_CST);

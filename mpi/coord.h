@@ -1,5 +1,5 @@
-/* Where and when all ranks stop for a checkpoint (issue 8, DESIGN.md
- * section 10, after MANA's collective clock): a checkpoint can start while
+/* Where and when all ranks stop for a checkpoint (DESIGN.md section 10,
+ * after MANA's collective clocks): a checkpoint can start while
  * ranks wait inside MPI, whatever communicator their collectives use, with
  * messages in flight and requests pending.
  *
@@ -8,8 +8,9 @@
  * for its rank wherever the program's thread is, even inside a blocking
  * collective:
  * 1. Rank 0's timer (or SIGUSR1) starts an attempt: every rank reports how
- *    many collectives it entered on each communicator (clocks.h); the
- *    target of each is the most any member entered.
+ *    many collectives it entered on each communicator
+ *    (collective_counts.h); the target of each is the most any member
+ *    entered.
  * 2. A rank behind on some communicator runs on, entering collectives
  *    freely (one it enters beyond a target raises it, and the members
  *    follow); a rank level on all of them waits at the entry of its next
@@ -19,7 +20,7 @@
  * 3. Rounds of queries until every rank is level and none is inside a
  *    collective; then every rank stops at its next MPI call (blocking
  *    point-to-point calls always run as non-blocking ones plus a loop,
- *    block.h, so a rank waiting for a message stops too).
+ *    blocking.h, so a rank waiting for a message stops too).
  * 4. Drain and checkpoint (drain.h), all together, on the program's
  *    thread.
  *
@@ -81,7 +82,7 @@ void coord_collective_done(MPI_Comm comm);
  * completes). */
 void coord_icollective(MPI_Comm comm);
 
-/* Around a blocking collective no single communicator's clock can count
+/* Around a blocking collective no single communicator's count can cover
  * (calls.def "ungated"): during an attempt, a rank level everywhere waits
  * at its entry as at a collective's; a rank found inside one makes rank 0
  * give the attempt up (a member of it may be waiting at another gate) and

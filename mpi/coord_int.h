@@ -54,11 +54,13 @@ struct coord_shared {
 	int *fds;     /* oob_start() */
 	bool blocked; /* the program used a feature stasis cannot restore */
 	bool quit;
-	/* The program's thread runs on its own memory: false in a restarted
-	 * process until it has resumed. An attempt announced before then is
-	 * answered once it has (deferred): the restore overwrites the clocks
-	 * and handle tables an answer reads, and the resume must find no
-	 * attempt half agreed without it. */
+	/* Whether the program's thread runs on its own memory. False in a
+	 * restarted process until the restore is done and the program has
+	 * resumed. An attempt announced before then is kept in `deferred`
+	 * and answered once ready: until then the restore is still
+	 * overwriting the collective counts and handle tables an answer
+	 * reads, and no attempt may be half agreed without this rank when
+	 * the program resumes. */
 	bool ready;
 	uint64_t deferred; /* attempt to answer once ready; 0: none */
 };

@@ -1,8 +1,8 @@
 /* stasis's coordinator thread, one per rank (coord.h): it answers for its
  * rank over stasis's network (oob.h) whatever the program's thread does,
- * and on rank 0 it also leads: starts attempts, collects clocks, sets
- * targets, runs rounds until every rank is level and out of collectives,
- * then tells all to stop. It never calls MPI and never allocates in the
+ * and on rank 0 it also leads: starts attempts, collects the collective
+ * counts, sets targets, runs rounds until every rank is level and out of
+ * collectives, then tells all to stop. It never calls MPI and never allocates in the
  * program's arena (it is not the main thread). */
 #define LOG_PREFIX ""
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clocks.h"
+#include "collective_counts.h"
 #include "coord.h"
 #include "coord_int.h"
 #include "log.h"
@@ -70,7 +70,7 @@ struct seq_ctx {
 	int n;
 };
 
-static void report_clock(struct comm_info *ci, void *arg)
+static void report_counts(struct comm_info *ci, void *arg)
 {
 	struct seq_ctx *c = arg;
 
@@ -80,7 +80,7 @@ static void report_clock(struct comm_info *ci, void *arg)
 	c->n++;
 }
 
-/* Rank 0 starts attempt a: report this rank's clocks. A restarted rank
+/* Rank 0 starts attempt a: report this rank's collective counts. A restarted rank
  * still restoring answers once it has resumed (coord_int.h, ready). */
 static void answer_intent(uint64_t a)
 {
@@ -100,7 +100,7 @@ static void answer_intent(uint64_t a)
 	STORE(SH.pending, 1);
 	pthread_mutex_unlock(&SH.lock);
 	coord_flag = 1;
-	clocks_walk(report_clock, &c);
+	collective_counts_walk(report_counts, &c);
 	to_leader(MSG_SEQ_END, a, LOAD(SH.blocked) || (session_get() && session_get()->blocked_by));
 }
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "clocks.h"
+#include "collective_counts.h"
 #include "drain.h"
 #include "log.h"
 #include "requests.h"
@@ -104,7 +104,7 @@ static int drain_messages(struct session *s)
 		/* Receives the program posted take their messages first. */
 		mpi_req_progress(VH_RECV);
 		p.got = false;
-		clocks_walk(probe_one, &p);
+		collective_counts_walk(probe_one, &p);
 		if (p.got) {
 			since = now();
 		} else if (now() - since > DRAIN_TIMEOUT) {
@@ -153,7 +153,7 @@ static int senders_can_resend(struct session *s)
 	ok = ok && in;
 	PMPI_Alltoallv(out, cnt, sd, MPI_UINT64_T, in, got, rd, MPI_UINT64_T, s->comm);
 	for (int i = 0; ok && i < total; i++)
-		if (!clocks_find(in[i]))
+		if (!collective_counts_find(in[i]))
 			ok = 0;
 	PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, s->comm);
 	free(cnt);
@@ -228,7 +228,7 @@ static void resend_drained(struct session *s)
 			memcpy(&gid, buf, 8);
 			memcpy(&tag, buf + 8, 8);
 			memcpy(&len, buf + 16, 8);
-			ci = clocks_find(gid);
+			ci = collective_counts_find(gid);
 			for (int j = 0; ci && j < ci->size; j++)
 				if (ci->world[j] == r)
 					dest = j;

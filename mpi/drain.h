@@ -1,4 +1,4 @@
-/* Messages in flight at a checkpoint (issue 8): drained, not waited for.
+/* Messages in flight at a checkpoint: drained, not waited for.
  * Once every rank has stopped (coord.h), each learns how many messages
  * are on their way to it (the counts of traffic.h) and receives them into
  * stasis's memory, carried in the checkpoint's MPI state; receives the

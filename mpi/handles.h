@@ -14,7 +14,8 @@
  *
  * Entries live in chunks that never move, so a lookup takes no lock;
  * creating and freeing take one. After a restart the same virtual values
- * are bound to the objects the replay made (replay.h). */
+ * are bound (vh_bind) to the objects the replay made (mpi_state_replay,
+ * state.h). */
 #ifndef STASIS_MPI_HANDLES_H
 #define STASIS_MPI_HANDLES_H
 
@@ -69,7 +70,7 @@ struct vh_entry {
 	MPI_Fint real_f;     /* the real Fortran handle, VH_NO_FINT if unknown */
 	uint32_t flags;      /* enum vh_flags */
 	struct mpi_record *rec; /* how it was made (NULL: not restorable) */
-	void *aux;		/* the kind's runtime state (clocks.h, requests.h) */
+	void *aux;		/* the kind's runtime state (collective_counts.h, requests.h) */
 };
 
 #define VH_NO_FINT ((MPI_Fint)-1)

@@ -6,7 +6,7 @@
  * directory (file restart-times, one line per restart:
  * "<unix seconds> light|heavy <seconds>"). The mean times between failures
  * come from STASIS_MTBF_LIGHT and STASIS_MTBF_HEAVY (two-level model) or
- * STASIS_MTBF (single-level). Only rank 0 keeps time (safepoint.c). */
+ * STASIS_MTBF (single-level). Only rank 0 keeps time (trigger.c). */
 #ifndef STASIS_INTERVAL_AUTO_H
 #define STASIS_INTERVAL_AUTO_H
 

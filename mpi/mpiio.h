@@ -1,4 +1,4 @@
-/* MPI-IO files (issue 9): a file handle is virtual like the other handles,
+/* MPI-IO files: a file handle is virtual like the other handles,
  * recorded by how it was opened (the communicator, the file's absolute
  * name, the access mode, the hints) and, at every checkpoint, by its
  * state: its size, inode and modification time, its view (displacement,
@@ -11,7 +11,7 @@
  *
  * Each file gets a duplicate of its communicator (a communicator of
  * stasis's, recorded like the program's): its collectives are counted on
- * that communicator's clock, so that the coordinator never stops a rank
+ * that communicator (collective_counts.h), so that the coordinator never stops a rank
  * while another is inside one of them (coord.h), whatever the program
  * does with the communicator it opened the file on. The datatypes of a
  * view stay recorded while the view uses them (rec_pin), even once the

@@ -1,9 +1,8 @@
-/* stasis's own network between ranks, beside MPI (issue 8): the
- * coordinator threads (coord.h) talk over it while the program's threads
- * are anywhere, even inside a blocking MPI call, and without calling MPI
- * from a second thread. Rank 0 listens on a TCP port of every address of
- * its host; the others connect to it at MPI_Init. Messages are small fixed
- * records. */
+/* stasis's own network between ranks, beside MPI: the coordinator threads
+ * (coord.h) talk over it while the program's threads are anywhere, even
+ * inside a blocking MPI call, and without calling MPI from a second thread.
+ * Rank 0 listens on a TCP port of every address of its host; the others
+ * connect to it at MPI_Init. Messages are small fixed records. */
 #ifndef STASIS_MPI_OOB_H
 #define STASIS_MPI_OOB_H
 

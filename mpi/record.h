@@ -10,7 +10,7 @@
  * old type of a derived type, the communicator of a persistent request)
  * stays as a "freed" record: the replay makes it, makes what needs it, and
  * frees it again. Records live in stasis's runtime memory, in the order
- * they were made; a checkpoint writes them out (mpi_state.h), a restart
+ * they were made; a checkpoint writes them out (state.h), a restart
  * reads them back before anything else. */
 #ifndef STASIS_MPI_RECORD_H
 #define STASIS_MPI_RECORD_H

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "runtime.h"
-#include "clocks.h"
+#include "collective_counts.h"
 #include "log.h"
 #include "requests.h"
 #include "session.h"
@@ -95,7 +95,7 @@ MPI_Request mpi_req_new(MPI_Request real, uint32_t kind, MPI_Comm comm, int peer
 		return real;
 	ri = info_new(comm, peer);
 	if (ri && (kind & VH_COLL))
-		ri->coll = clocks_of(comm); /* entered at coord_icollective() */
+		ri->coll = collective_counts_of(comm); /* entered at coord_icollective() */
 	v = mint(real, kind | VH_ACTIVE, NULL, ri);
 	if (!v)
 		return real;

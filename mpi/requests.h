@@ -1,8 +1,8 @@
 /* Requests (DESIGN.md sections 3 and 10): every request the program holds
  * is virtual. Each carries what stasis needs to take a checkpoint while it
- * is in progress (issue 8): a receive keeps its arguments, to be cancelled
+ * is in progress: a receive keeps its arguments, to be cancelled
  * at the checkpoint and posted again after it (and after a restart) under
- * the same handle; a collective keeps its communicator's clock; one that
+ * the same handle; a collective keeps its communicator's collective counts; one that
  * stasis completed itself while the program was elsewhere keeps its status
  * until the program's Wait or Test asks. A persistent request is recorded
  * by the call that made it and made again, inactive, at restart. */
@@ -22,7 +22,7 @@ struct comm_info;
 
 /* What stasis keeps for one request (vh_entry.aux). */
 struct req_info {
-	struct comm_info *coll; /* a collective: its clock */
+	struct comm_info *coll; /* a collective: its counts */
 	MPI_Comm comm;		/* the program's communicator */
 	int peer;		/* destination or source */
 	/* a receive (VH_RECV): what posts it again */

@@ -6,7 +6,7 @@
 
 #include "callbacks.h"
 #include "calls.h"
-#include "clocks.h"
+#include "collective_counts.h"
 #include "comms.h"
 #include "drain.h"
 #include "format.h"
@@ -35,7 +35,7 @@ struct state_header {
 	uint64_t buffer_addr;
 	int32_t buffer_size;
 	int32_t nsnapshot;
-	uint64_t next_gid; /* clocks.h */
+	uint64_t next_gid; /* collective_counts.h */
 };
 
 int mpi_state_init(void)
@@ -43,7 +43,7 @@ int mpi_state_init(void)
 	int ret = comms_init();
 
 	if (!ret)
-		ret = clocks_init();
+		ret = collective_counts_init();
 	if (!ret)
 		ret = traffic_init();
 	if (!ret)
@@ -109,7 +109,7 @@ int mpi_state_save(void **data, size_t *len, char *err, size_t errlen)
 	h.next_seq = rec_next_seq();
 	h.bytes = b.len;
 	h.nsnapshot = nsnap;
-	h.next_gid = clocks_next_gid();
+	h.next_gid = collective_counts_next_gid();
 	mpi_buffer_get(&buf, &h.buffer_size);
 	h.buffer_addr = (uintptr_t)buf;
 	memcpy(b.data, &h, sizeof(h));
@@ -230,7 +230,7 @@ static void free_again(struct mpi_record *rec)
 	real = e->real;
 	switch (rec->kind) {
 	case VH_COMM:
-		clocks_detach(e);
+		collective_counts_detach(e);
 		PMPI_Comm_free((MPI_Comm *)&real);
 		break;
 	case VH_GROUP:
@@ -306,7 +306,7 @@ static int replay_records(struct rec_reader *r, uint32_t n, char *why, size_t wh
 		if (!err && vh_bind(rec->kind, rec->index, real, flags, rec))
 			err = -EEXIST;
 		if (!err && rec->kind == VH_COMM)
-			err = comms_clock_replayed(rec, vh_value(VH_COMM, rec->index), real);
+			err = comms_counts_replayed(rec, vh_value(VH_COMM, rec->index), real);
 		if (!err && rec->kind == VH_REQUEST)
 			err = mpi_req_replayed(rec, vh_value(VH_REQUEST, rec->index));
 		if (err) {
@@ -367,7 +367,7 @@ int mpi_state_replay(const void *data, size_t len, char *why, size_t whylen)
 				 "checkpoint: %s",
 				 strerror(-ret));
 	}
-	clocks_set_next_gid(h.next_gid);
+	collective_counts_set_next_gid(h.next_gid);
 	if (!ret)
 		for (struct mpi_record *rec = rec_first(); rec; rec = rec->next)
 			free_again(rec);

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "dirty.h"
-#include "clocks.h"
+#include "collective_counts.h"
 #include "log.h"
 #include "session.h"
 #include "traffic.h"
@@ -25,7 +25,7 @@ void traffic_sent(MPI_Comm comm, int dest)
 
 	if (dest == MPI_PROC_NULL || !sent_to)
 		return;
-	ci = clocks_of(comm);
+	ci = collective_counts_of(comm);
 	if (ci && dest >= 0 && dest < ci->size)
 		__atomic_add_fetch(&sent_to[ci->world[dest]], 1, __ATOMIC_RELAXED);
 }

@@ -1,6 +1,7 @@
-/* dlopen() and friends of the program's (process/objects.h): libraries it
- * loads itself are the application's, placed where a restart can load
- * them again, and the handles it holds for them are the same in every run.
+/* The program's calls to dlopen() and the other dl* functions
+ * (process/libraries.h). A library the program loads itself belongs to
+ * the application: it is placed at an address where a restart can load it
+ * again, and the handle the program holds for it is the same in every run.
  * ld.so's own loads, the MPI library's components, libc's modules (which
  * call ld.so directly), calls made inside a wrapper and lookups of what is
  * already loaded (RTLD_NOLOAD) go to libc unchanged: dl_stubs.S jumps
@@ -123,7 +124,7 @@ void *stasis_dl_real(void *handle)
 	return real ? real : handle;
 }
 
-/* The program's libraries are never unloaded (objects.h). */
+/* The program's libraries are never unloaded (process/libraries.h). */
 EXPORT int dlclose(void *handle)
 {
 	static int (*real)(void *);

@@ -93,14 +93,16 @@ static void load(void)
 		stasis_active = false;
 		return;
 	}
-	/* Without its zone, a library the program loads switches checkpoints
-	 * off (objects.h). */
+	/* Reserve the address range where the program's own dlopen()ed
+	 * libraries are placed; without it, a library the program loads
+	 * switches checkpoints off (process/libraries.h). */
 	ret = libraries_init();
 	if (ret)
 		pr_warn("cannot reserve the zone for libraries loaded with dlopen() at %#lx: %s",
 			(unsigned long)STASIS_LIBRARIES_BASE, strerror(-ret));
-	/* Without its zone, a thread the program makes switches checkpoints
-	 * off (threads.h). */
+	/* Reserve the address range for the stacks of the program's own
+	 * threads; without it, a thread the program makes switches
+	 * checkpoints off (threads.h). */
 	ret = threads_init();
 	if (ret)
 		pr_warn("cannot reserve the zone for the program's thread stacks at %#lx: %s",

@@ -1,5 +1,5 @@
-/* The application's call stack at a checkpoint (where.h). */
-#define LOG_PREFIX "where: "
+/* The application's call stack at a checkpoint (callstack.h). */
+#define LOG_PREFIX "callstack: "
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
 #include <libunwind.h>

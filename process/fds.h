@@ -1,6 +1,6 @@
-/* The program's open descriptors (issue 9, DESIGN.md section 10 "the rest
- * of a process"): which descriptors are the program's, where they live,
- * and what a checkpoint must know to open them again.
+/* The program's open descriptors (DESIGN.md section 10 "the rest of a
+ * process"): which descriptors are the program's, where they live, and
+ * what a checkpoint must know to open them again.
  *
  * A restart is a new process whose MPI_Init opens dozens of descriptors of
  * its own (sockets, shared memory, PMIx), lazily and through libc-internal

@@ -1,4 +1,4 @@
-#define LOG_PREFIX "objects: "
+#define LOG_PREFIX "libraries: "
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>

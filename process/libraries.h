@@ -1,7 +1,8 @@
-/* Libraries the program loads with dlopen() (DESIGN.md section 2 made
- * them runtime; issue 9 makes them the application's): a Python extension
- * module keeps its type objects and caches in its static data, which must
- * come back with the heap that refers to them.
+/* Libraries the program loads with dlopen(). DESIGN.md section 2 counted
+ * them as runtime (not saved); they are the application's, their writable
+ * data saved and put back like the executable's, because a Python
+ * extension module keeps its type objects and caches in its static data,
+ * which must come back with the heap that refers to them.
  *
  * Where they are loaded: a restart loads them again before the memory
  * comes back, and their data and code must then be at the addresses of the

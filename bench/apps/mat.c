@@ -3,8 +3,8 @@
  * An ordinary MPI program: C = A * B, dense, row-distributed. A (this rank's
  * rows) and B (whole) are filled once and never written again; C is filled
  * one row per iteration, each iteration ending with an MPI_Allreduce on
- * MPI_COMM_WORLD (stasis's safe point). Between two checkpoints only the C
- * rows of that interval change: a few pages of a large image.
+ * MPI_COMM_WORLD. Between two checkpoints only the C rows of that interval
+ * change: a few pages of a large image.
  *
  *   mat [N [ITERS]] [--rate R]
  *                      N x N matrices (N divisible by the ranks), ITERS rows

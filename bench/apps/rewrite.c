@@ -1,11 +1,11 @@
 /* rewrite: the "all memory changes every iteration" workload of
- * bench/incremental_perf.sh and bench/restart_perf.sh (issue 10).
+ * bench/incremental_perf.sh and bench/restart_perf.sh.
  *
  * An ordinary MPI program: one array of MIB MiB per rank (malloc), every
  * iteration rewrites all of it (each 8-byte word gets a value of its index
  * and the iteration), then an MPI_Allreduce of one word per page on
- * MPI_COMM_WORLD (stasis's safe point). Every page of the array is written
- * between any two checkpoints: write-protecting it only costs faults.
+ * MPI_COMM_WORLD. Every page of the array is written between any two
+ * checkpoints: write-protecting it only costs faults.
  *
  *   rewrite [MIB [ITERS]]    default 1024 MiB per rank, 200 iterations
  * Output (rank 0): rewrite: mib=<MIB> iters=<ITERS> checksum=<16 hex>

@@ -4,7 +4,7 @@
  * of M doubles per rank, swapped every iteration, so that each iteration
  * rewrites every page of one of them (and every interval of more than one
  * iteration, all of both). Halo exchange with MPI_Sendrecv, then an
- * MPI_Allreduce on MPI_COMM_WORLD (stasis's safe point).
+ * MPI_Allreduce on MPI_COMM_WORLD.
  *
  *   stencil [M [ITERS]]    default M = 4 Mi doubles: 2 x 32 MiB per rank,
  *                          256 MiB on 4 ranks

@@ -1,8 +1,8 @@
 /* comms: an MPI program whose collectives all run on communicators it made
  * itself, as PETSc-style and Quantum ESPRESSO-style codes do. A checkpoint
- * test subject for virtual handles (issue 7): every communicator, group,
- * keyval, attribute, name and error handler here must come back after a
- * restart as it was.
+ * test subject for virtual handles: every communicator, group, keyval,
+ * attribute, name and error handler here must come back after a restart as it
+ * was.
  *
  *   comms [N [ITERS]]
  *

@@ -1,6 +1,6 @@
 /* files: an MPI program that keeps files open all run long, as simulation
- * codes do (issue 9): a checkpoint/restart test subject that knows nothing
- * of stasis. Every rank, in its current directory,
+ * codes do: a checkpoint/restart test subject that knows nothing of stasis.
+ * Every rank, in its current directory,
  *   - reads one line per iteration from the input files.in (a FILE* with a
  *     small buffer, so that its descriptor's offset moves as it goes; at
  *     the end of the file it starts again);
@@ -12,7 +12,7 @@
  *   - writes progress to /dev/null, keeps its directory open (a descriptor
  *     and a directory stream, read again at the end);
  *   - folds what it read into its state; an MPI_Allreduce ends each
- *     iteration (the safe point).
+ *     iteration.
  * At the end rank 0 prints the answer through a stream on a duplicate of
  * standard output that it never closes (exit() must flush it).
  *

@@ -1,5 +1,5 @@
-! files_f: the Fortran twin of files.c (issue 9), a checkpoint/restart test
-! subject that keeps units open all run long through libgfortran:
+! files_f: the Fortran twin of files.c, a checkpoint/restart test subject that
+! keeps units open all run long through libgfortran:
 !   - unit 11 reads one value per iteration from files.in (formatted,
 !     sequential; REWIND at its end);
 !   - unit 12 writes a line per iteration to files.log.<rank> (formatted,
@@ -11,7 +11,7 @@
 !   - files.data.mpi, shared by every rank through MPI-IO (MPI_FILE_OPEN with
 !     a blank-padded CHARACTER name, a view with each rank's displacement),
 !     gets each rank's sum with MPI_FILE_WRITE_AT_ALL every 8 iterations;
-! an MPI_ALLREDUCE on MPI_COMM_WORLD ends each iteration (the safe point).
+! an MPI_ALLREDUCE on MPI_COMM_WORLD ends each iteration.
 !
 !   files_f [N [ITERS]]
 !

@@ -1,9 +1,9 @@
-/* flood: thousands of small messages on their way at once (issue 8). Each
- * step every rank sends BURST small messages to the next rank with
- * MPI_Isend, works a while, then receives the BURST messages from the
- * previous rank and completes its sends; the only collective is an
- * allreduce every STEP steps. A checkpoint taken while messages are in
- * flight must drain them and give them back in order.
+/* flood: thousands of small messages on their way at once. Each step every
+ * rank sends BURST small messages to the next rank with MPI_Isend, works a
+ * while, then receives the BURST messages from the previous rank and
+ * completes its sends; the only collective is an allreduce every STEP steps.
+ * A checkpoint taken while messages are in flight must drain them and give
+ * them back in order.
  *
  *   flood [BURST [ITERS]]
  *

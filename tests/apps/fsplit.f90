@@ -1,6 +1,6 @@
 ! fsplit: a Fortran MPI program that splits its communicator and sends a
 ! derived datatype, a checkpoint test subject for virtual handles through
-! the Fortran bindings (issue 7).
+! the Fortran bindings.
 !
 !   fsplit [N [ITERS]]
 !

@@ -1,6 +1,6 @@
-/* halves: every collective on communicators that do not span the world
- * (issue 8): the ranks split into two halves, each half makes a cartesian
- * ring of its own; halos travel with MPI_Sendrecv on the ring, sums with
+/* halves: every collective on communicators that do not span the world:
+ * the ranks split into two halves, each half makes a cartesian ring of its
+ * own; halos travel with MPI_Sendrecv on the ring, sums with
  * MPI_Allreduce on the half, maxima with MPI_Allreduce on the ring. The
  * halves run at different speeds (the second half works twice as much per
  * step), so at any instant they are at different steps.

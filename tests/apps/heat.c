@@ -12,7 +12,7 @@
  * N x N grid split in rows over the ranks, ITERS Jacobi sweeps. Each sweep
  * exchanges halos (MPI_Sendrecv on even sweeps, MPI_Isend/Irecv/Waitall on
  * odd ones) and ends with an MPI_Allreduce of the residual on
- * MPI_COMM_WORLD, the safe point where stasis may checkpoint.
+ * MPI_COMM_WORLD.
  *
  * The flags exercise MPI features stasis must warn about; none of them
  * changes the printed result, so their output equals the plain run's:

@@ -3,7 +3,7 @@
 ! An ordinary MPI program (use mpi) that knows nothing of stasis: a 2-D
 ! Jacobi solver on an N x N grid split in rows, allocatable arrays, halos
 ! swapped with MPI_SENDRECV and a residual MPI_ALLREDUCE on MPI_COMM_WORLD
-! every sweep (the safe point). Module variables hold part of the state so
+! every sweep. Module variables hold part of the state so
 ! a restart must restore the Fortran data segment as well as the heap.
 !
 !   heat_f [N [ITERS [EVERY]]]

@@ -1,9 +1,8 @@
-/* master: a master/worker code with no collective in its main loop
- * (issue 8). Rank 0 hands out tasks and collects results of varying
- * length; workers block in MPI_Recv from the master with MPI_ANY_TAG; the
- * master learns who answered and how much with MPI_Probe(MPI_ANY_SOURCE,
- * MPI_ANY_TAG) and MPI_Get_count. A checkpoint must come while workers
- * wait and results are on their way.
+/* master: a master/worker code with no collective in its main loop. Rank 0
+ * hands out tasks and collects results of varying length; workers block in
+ * MPI_Recv from the master with MPI_ANY_TAG; the master learns who answered
+ * and how much with MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG) and MPI_Get_count.
+ * A checkpoint must come while workers wait and results are on their way.
  *
  *   master [N [TASKS]]
  *

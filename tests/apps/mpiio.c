@@ -1,6 +1,6 @@
-/* mpiio: an MPI program that does its I/O with MPI-IO, keeping its files
- * open all run long (issue 9), a checkpoint/restart test subject that knows
- * nothing of stasis. In its current directory:
+/* mpiio: an MPI program that does its I/O with MPI-IO, keeping its files open
+ * all run long, a checkpoint/restart test subject that knows nothing of
+ * stasis. In its current directory:
  *   - files.data.all, shared by every rank: rank 0 writes a header, then
  *     every rank sets a view (a displacement past the header, MPI_DOUBLE,
  *     a filetype interleaving the ranks' blocks, freed right after) and
@@ -12,7 +12,7 @@
  *     again at its end;
  *   - files.log.<rank>, each rank's own (MPI_COMM_SELF): a line per
  *     iteration through its individual file pointer (MPI_File_write);
- * an MPI_Allreduce ends each iteration (the safe point).
+ * an MPI_Allreduce ends each iteration.
  *
  *   mpiio [N [ITERS]] [--overwrite]
  *

@@ -1,4 +1,4 @@
-"""numpy_mpi: a short numpy + mpi4py computation (issue 9), as a Python user
+"""numpy_mpi: a short numpy + mpi4py computation, as a Python user
 writes one: a diffusion on a numpy grid split into rows across the ranks,
 halos exchanged with Sendrecv, a sum reduced every step, matrix products
 (BLAS), a random generator's state, a dict and a Decimal growing as it

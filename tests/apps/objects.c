@@ -1,10 +1,10 @@
 /* objects: the MPI objects real codes make less often, each checked after
  * every step so that one a restart did not bring back exactly changes the
- * output (issue 7): an intercommunicator and its merge, graph and
- * distributed-graph topologies with neighbour collectives, a shared-memory
- * split, info objects, a user error handler MPI calls, datatype attributes
- * and names, the contents of a derived type, Fortran 90 types, groups made
- * by set operations, and MPI_Alloc_mem memory.
+ * output: an intercommunicator and its merge, graph and distributed-graph
+ * topologies with neighbour collectives, a shared-memory split, info objects,
+ * a user error handler MPI calls, datatype attributes and names, the contents
+ * of a derived type, Fortran 90 types, groups made by set operations, and
+ * MPI_Alloc_mem memory.
  *
  *   objects [N [ITERS]] [--core]     (4 ranks or more)
  *

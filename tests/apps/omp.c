@@ -1,9 +1,8 @@
-/* omp: a hybrid MPI + OpenMP solver (issue 9), MPI_THREAD_FUNNELED: its
- * compute loop is an OpenMP parallel for with a reduction, run by
- * libgomp's worker threads; only the main thread calls MPI. Each thread
- * also counts what it did in a threadprivate variable (thread-local
- * storage), folded into the answer (a static schedule gives every thread
- * the same share in every run).
+/* omp: a hybrid MPI + OpenMP solver, MPI_THREAD_FUNNELED: its compute loop is
+ * an OpenMP parallel for with a reduction, run by libgomp's worker threads;
+ * only the main thread calls MPI. Each thread also counts what it did in a
+ * threadprivate variable (thread-local storage), folded into the answer (a
+ * static schedule gives every thread the same share in every run).
  *
  *   OMP_NUM_THREADS=2 omp [N [ITERS]]
  *

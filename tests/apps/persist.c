@@ -1,14 +1,14 @@
 /* persist: a ring exchange built on persistent requests, a checkpoint test
- * subject for issue 7. The requests are made once (MPI_Send_init,
- * MPI_Recv_init, MPI_Bsend_init with an attached buffer) and started every
- * step (MPI_Startall / MPI_Start); between steps they are inactive, and a
- * restart must give them back under the same handles. One pair of requests
- * is freed and made again halfway.
+ * subject for virtual handles and their replay. The requests are made once
+ * (MPI_Send_init, MPI_Recv_init, MPI_Bsend_init with an attached buffer) and
+ * started every step (MPI_Startall / MPI_Start); between steps they are
+ * inactive, and a restart must give them back under the same handles. One
+ * pair of requests is freed and made again halfway.
  *
  *   persist [N [ITERS]] [--early]
  *
  * --early starts the next step's receives as soon as this step's complete:
- * persistent requests are then active at every instant (issue 8).
+ * persistent requests are then active at every instant.
  *
  * Output (rank 0, stdout, at the end): one line hashing the field.
  */

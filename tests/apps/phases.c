@@ -1,11 +1,12 @@
-/* phases: memory that is rewritten all over, then goes quiet (issue 10:
- * tracking that pays for itself).
+/* phases: memory that is rewritten all over, then goes quiet: dirty-page
+ * tracking must save the first phase's memory whole, without write faults,
+ * and write-protect it again once it is quiet (memory/track_policy.h).
  *
  * An ordinary MPI program with two heap arrays of MIB MiB per rank: BUSY
  * and STILL. STILL is filled once. In phase 1 every iteration rewrites all
  * of BUSY; in phase 2 every iteration writes one page of BUSY. Every
  * iteration reads all of BUSY and a word per page of STILL, and ends with
- * an MPI_Allreduce of their sum on MPI_COMM_WORLD (stasis's safe point).
+ * an MPI_Allreduce of their sum on MPI_COMM_WORLD.
  *
  *   phases [MIB [ITERS]] [--switch FILE] [--all]
  *

@@ -1,7 +1,7 @@
 /* plugin: a solver that loads libraries of its own with dlopen() after
- * MPI_Init (issue 9) and keeps state in them: libplugstate.so (with
- * libplugdep.so, which it needs) at the start, libplugtwo.so a third of
- * the way through. Both are closed before the answer is printed.
+ * MPI_Init and keeps state in them: libplugstate.so (with libplugdep.so,
+ * which it needs) at the start, libplugtwo.so a third of the way through.
+ * Both are closed before the answer is printed.
  *
  *   plugin [N [ITERS]]
  *

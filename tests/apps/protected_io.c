@@ -19,7 +19,7 @@
  *     (a failed or short read, or a wrong word, aborts the job: an EFAULT
  *     must not go unnoticed), and folds everything into its state;
  *   - folds in words of a static lookup table filled once at start;
- *   - ends with an MPI_Allreduce on MPI_COMM_WORLD (the safe point).
+ *   - ends with an MPI_Allreduce on MPI_COMM_WORLD.
  * The receive buffers are never written by the program itself, so after
  * every checkpoint they are clean, write-protected pages again.
  *

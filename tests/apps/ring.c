@@ -1,8 +1,8 @@
-/* ring: a halo exchange that never calls a collective in its main loop,
- * and always has a receive pending (issue 8): each step it posts the
- * MPI_Irecv for the next step before computing, sends its boundary to the
- * next rank, then waits for this step's message. A checkpoint must come
- * while a receive is posted and messages are on their way.
+/* ring: a halo exchange that never calls a collective in its main loop, and
+ * always has a receive pending: each step it posts the MPI_Irecv for the next
+ * step before computing, sends its boundary to the next rank, then waits for
+ * this step's message. A checkpoint must come while a receive is posted and
+ * messages are on their way.
  *
  *   ring [N [ITERS]] [--any]
  *

@@ -12,8 +12,8 @@
  *   - protects a page of an anonymous mapping and writes to it under
  *     sigsetjmp(): its handler counts the fault and siglongjmp()s out, the
  *     program unprotects the page and writes again;
- *   - updates a heap array and ends with an MPI_Allreduce on MPI_COMM_WORLD
- *     (the safe point where stasis checkpoints).
+ *   - updates a heap array and ends with an MPI_Allreduce on
+ *     MPI_COMM_WORLD.
  * The handler installs itself with sigaction() after MPI_Init (when stasis
  * already has its own) and again with SA_SIGINFO every 64 iterations.
  *

@@ -1,7 +1,7 @@
-/* slow: one rank computes for seconds while the others wait inside MPI
- * (issue 8): rank 0 works SECONDS at a time without calling MPI, then
- * sends to rank 1, which waited in MPI_Recv; the other ranks wait in
- * MPI_Barrier meanwhile. A checkpoint wanted while rank 0 works must be
+/* slow: one rank computes for seconds while the others wait inside MPI:
+ * rank 0 works SECONDS at a time without calling MPI, then sends to rank
+ * 1, which waited in MPI_Recv; the other ranks wait in MPI_Barrier
+ * meanwhile. A checkpoint wanted while rank 0 works must be
  * taken once it calls MPI again, with the others stopped where they wait.
  *
  *   slow [WORK [ROUNDS]]     (WORK: tens of millions of steps per round)

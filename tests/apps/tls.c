@@ -1,8 +1,8 @@
-/* tls: a solver whose state lives partly in thread-local storage (issue 9):
- * __thread variables of the executable and of an application library
- * (libtlsdep.so), and pthread keys with values, some made before MPI_Init,
- * some after, one deleted (a hole in the numbering) and one made halfway
- * through the run. Every one of them feeds the answer.
+/* tls: a solver whose state lives partly in thread-local storage: __thread
+ * variables of the executable and of an application library (libtlsdep.so),
+ * and pthread keys with values, some made before MPI_Init, some after, one
+ * deleted (a hole in the numbering) and one made halfway through the run.
+ * Every one of them feeds the answer.
  *
  *   tls [N [ITERS]]
  *

@@ -1,7 +1,7 @@
-/* types: an MPI program built on derived datatypes and user reduction ops,
- * a checkpoint test subject for virtual handles (issue 7). Every datatype
- * and op must work the same after a restart; one datatype's old type is
- * freed while the type made from it lives on.
+/* types: an MPI program built on derived datatypes and user reduction ops, a
+ * checkpoint test subject for virtual handles. Every datatype and op must
+ * work the same after a restart; one datatype's old type is freed while the
+ * type made from it lives on.
  *
  *   types [N [ITERS]]
  *

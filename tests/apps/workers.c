@@ -1,10 +1,10 @@
-/* workers: a solver whose work is done by threads of its own (issue 9):
- * two workers compute halves of a grid between barriers with the main
- * thread, which alone calls MPI (MPI_THREAD_FUNNELED); a consumer thread
- * takes the values the main thread produces through a queue guarded by a
- * mutex and two condition variables. Each thread keeps state of its own
- * in __thread variables and a pthread key; all of it feeds the answer,
- * which the main thread collects with pthread_join.
+/* workers: a solver whose work is done by threads of its own: two workers
+ * compute halves of a grid between barriers with the main thread, which alone
+ * calls MPI (MPI_THREAD_FUNNELED); a consumer thread takes the values the
+ * main thread produces through a queue guarded by a mutex and two condition
+ * variables. Each thread keeps state of its own in __thread variables and a
+ * pthread key; all of it feeds the answer, which the main thread collects
+ * with pthread_join.
  *
  *   workers [N [ITERS]]
  *

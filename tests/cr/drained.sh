@@ -1,8 +1,8 @@
 #!/bin/bash
 # drained.sh APP [ARGS...]: messages in flight are drained, not waited for
-# (issue 8). APP keeps thousands of small messages on their way most of the
-# time (flood); at least one checkpoint must have been taken with messages
-# in flight ("N messages in flight drained"), and a restart from the newest
+# (mpi/drain.h). APP keeps thousands of small messages on their way most of
+# the time (flood); at least one checkpoint must have been taken with
+# messages in flight ("N messages in flight drained"), and a restart from the newest
 # checkpoint must give the uninterrupted output, every message in order.
 set -euo pipefail
 # shellcheck source=../lib/cr.sh

@@ -1,5 +1,5 @@
 #!/bin/bash
-# fault_points.sh checkpoint|restart: every fault point of core/fault.c
+# fault_points.sh checkpoint|restart: every fault point of util/fault.c
 # (STASIS_FAULT) hit at its real failure site, each asserting that the run
 # goes on and that the previous checkpoint stays usable. 4 ranks on 4
 # simulated nodes, xor over sets of 4, so that every checkpoint is encoded

@@ -1,10 +1,9 @@
 #!/bin/bash
-# files.sh MODE [KIND...]: a program that keeps files open across
-# checkpoints (tests/apps/files.c, issue 9). It works in its current
-# directory: the uninterrupted run in ref/, the run under stasis and its
-# restarts in run/, each with the same input files.in. Besides the output,
-# every file the program wrote (its logs and data files) must equal the
-# uninterrupted run's, byte for byte.
+# files.sh MODE [KIND...]: a program that keeps files open across checkpoints
+# (tests/apps/files.c). It works in its current directory: the uninterrupted
+# run in ref/, the run under stasis and its restarts in run/, each with the
+# same input files.in. Besides the output, every file the program wrote (its
+# logs and data files) must equal the uninterrupted run's, byte for byte.
 #   roundtrip  killed after two checkpoints, restarted
 #   twice      killed, restarted, killed again after a checkpoint of the
 #              restarted job, restarted again

@@ -1,6 +1,7 @@
 #!/bin/bash
-# mat.sh: MAT's incremental images stay under 1% of its full image (issue
-# 3's target, which issue 10's tracking must keep). MAT (bench/apps/mat.c)
+# mat.sh: MAT's incremental images stay under 1% of its full image (the
+# reason for incremental checkpoints, which the tracking policy of
+# memory/track_policy.h must not lose). MAT (bench/apps/mat.c)
 # computes C = A * B one row of C per iteration, at most 10 rows a second
 # (--rate: the rows per interval do not depend on the machine's speed); A
 # and B, 98% of its memory, are never written after they are filled.

@@ -1,11 +1,10 @@
 #!/bin/bash
 # nearly_full.sh: an incremental image nearly as large as a full one is
-# written full, and starts a new chain (issue 10). tests/apps/phases --all
-# rewrites all its memory every iteration until the test creates a file,
-# then writes one page per iteration. While everything is rewritten, every
-# checkpoint must be committed "full" although tracking is armed; once the
-# program is quiet, incremental ones must follow; and a restart from the
-# newest must resume.
+# written full, and starts a new chain. tests/apps/phases --all rewrites all
+# its memory every iteration until the test creates a file, then writes one
+# page per iteration. While everything is rewritten, every checkpoint must be
+# committed "full" although tracking is armed; once the program is quiet,
+# incremental ones must follow; and a restart from the newest must resume.
 set -euo pipefail
 # shellcheck source=../lib/cr.sh
 source "$(dirname "$0")/../lib/cr.sh"

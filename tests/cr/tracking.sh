@@ -1,9 +1,9 @@
 #!/bin/bash
-# tracking.sh [MIB]: tracking pays for itself (issue 10), end to end, with
-# the backend of STASIS_DIRTY. The program (tests/apps/phases) rewrites all
-# of one array (BUSY, MIB MiB per rank) every iteration and never touches
-# another (STILL), until the test creates a file; from then on it writes
-# one page of BUSY per iteration. Read from the STASIS_VERBOSE=1 lines
+# tracking.sh [MIB]: tracking pays for itself (memory/track_policy.h), end to
+# end, with the backend of STASIS_DIRTY. The program (tests/apps/phases)
+# rewrites all of one array (BUSY, MIB MiB per rank) every iteration and never
+# touches another (STILL), until the test creates a file; from then on it
+# writes one page of BUSY per iteration. Read from the STASIS_VERBOSE=1 lines
 #   stasis: checkpoint <id> tracking: <P> bytes write-protected, <W> bytes saved whole, ...
 # the test requires:
 #   1. while BUSY is rewritten: a line with W at least the 2 MiB blocks

@@ -1,4 +1,4 @@
-/* libFuzzer target: the commit-record reader (core/store.c,
+/* libFuzzer target: the commit-record reader (format/store.c,
  * store_read_commit) on any file. Flag 1 (first input byte): recompute the
  * record's crc. The checkpoint id asked for is the one the record names, so
  * that the reader's last check can pass too. See fuzz.h. */

@@ -1,4 +1,4 @@
-/* libFuzzer target: the checkpoint image reader (core/image_read.c),
+/* libFuzzer target: the checkpoint image reader (format/image_read.c),
  * image_open + image_verify + image_read_region on any file. Flags (first
  * input byte): 1 recompute every region's data crc, 2 the region table's
  * crc, 4 the header's crc (after setting its uid to ours, as a file of

@@ -1,4 +1,4 @@
-/* libFuzzer target: the redundancy-file parser (codecs/redset_file.c,
+/* libFuzzer target: the redundancy-file parser (redundancy/redset_file.c,
  * red_load and the member records' red_meta_parse) on any file. The set it
  * is read for (scheme, size, member, parameter) is taken from the file's
  * own header when the codec accepts it, so that the geometry checks can

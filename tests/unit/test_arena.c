@@ -1,4 +1,4 @@
-/* Unit test of the application arena (core/arena.c).
+/* Unit test of the application arena (alloc/arena.c).
  *
  * Random alloc/free/realloc/memalign/calloc/map sequences with fixed seeds
  * against a shadow model (every block is filled with a pattern derived from

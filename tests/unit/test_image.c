@@ -1,4 +1,5 @@
-/* Unit test of core/image.c: round trip of full and partial regions (on the
+/* Unit test of the image writer and reader (format/image_write.c,
+ * format/image_read.c): round trip of full and partial regions (on the
  * O_DIRECT path of a disk filesystem and the buffered path of tmpfs), then
  * every kind of damage the reader must refuse, each with its message, and
  * the fault points. Exit 0 pass, 1 fail, 77 skip. */

@@ -1,4 +1,4 @@
-/* The two-level checkpoint period model (core/interval.c) in the setting of
+/* The two-level checkpoint period model (mpi/interval.c) in the setting of
  * Bondarenko & Yakobovsky's section 3: tau_base 720 and 1440 min, C = 10,
  * D1 = D2 = 1, R2 = 10, R1 = 1 and 5 min, omega = 0.5, MTBF from 0.5 to
  * 3 h; the single-level model with D = 1, R = 10.

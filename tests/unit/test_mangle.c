@@ -1,4 +1,4 @@
-/* Unit test: the image reader (core/image_read.c) never trusts what it
+/* Unit test: the image reader (format/image_read.c) never trusts what it
  * reads. A valid image is damaged thousands of times, seeded and
  * repeatable (argv[1] = seed, argv[2] = rounds):
  *   - plain damage: bytes flipped, the file cut short or grown with

@@ -1,4 +1,4 @@
-/* Unit test of core/store.c: STASIS_DIR expansion, directory creation and
+/* Unit test of format/store.c: STASIS_DIR expansion, directory creation and
  * refusal, file names, commit records, list and remove. Exit 0 pass, 1 fail,
  * 77 skip. */
 #ifndef _GNU_SOURCE

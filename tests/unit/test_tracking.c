@@ -1,9 +1,9 @@
-/* Tracking that pays for itself (issue 10): the decisions of
- * track_policy.c on their own, then track_blocks.c on real memory with a
- * real backend: a region rewritten every interval stops being protected
- * and is saved whole, one that goes quiet is protected again, and every
- * page written is in every interval's bitmap throughout, with 4 KiB pages
- * and with transparent huge pages (kept whole while saved whole).
+/* Tracking that pays for itself: the decisions of track_policy.c on their
+ * own, then track_blocks.c on real memory with a real backend: a region
+ * rewritten every interval stops being protected and is saved whole, one that
+ * goes quiet is protected again, and every page written is in every
+ * interval's bitmap throughout, with 4 KiB pages and with transparent huge
+ * pages (kept whole while saved whole).
  *
  *   test_tracking policy | uffd | mprotect
  * Exit 0 pass, 1 fail, 77 skip (the kernel lacks the backend). */

@@ -1,5 +1,5 @@
 /* stasis-inspect: what is on disk, read through the format's own readers
- * (core/format.h, image.h, store.h, codecs/redset.h). Nothing is written:
+ * (format/format.h, image.h, store.h, redundancy/redset.h). Nothing is written:
  * --verify is a dry run of what a restart would check and rebuild. */
 #ifndef STASIS_INSPECT_H
 #define STASIS_INSPECT_H

@@ -410,7 +410,7 @@ static int default_roots(struct inspect *in)
 	if (dir && *dir) {
 		patterns[0] = dir;
 	} else {
-		/* As core/config.c's default_dir. */
+		/* As util/config.c's default_dir. */
 		const char *tmp = getenv("TMPDIR"), *user = getenv("USER");
 		struct passwd *pw = user && *user ? NULL : getpwuid(getuid());
 

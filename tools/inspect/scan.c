@@ -16,7 +16,7 @@
 #include "inspect.h"
 #include "store.h"
 
-#define MARKER "flush-level" /* core/flush.c */
+#define MARKER "flush-level" /* engine/flush.c */
 
 static void *xrealloc(void *p, size_t size)
 {

@@ -1,17 +1,18 @@
-#define LOG_PREFIX "clocks: "
+#define LOG_PREFIX "collective counts: "
 #include <stdlib.h>
 #include <string.h>
 
-#include "clocks.h"
+#include "collective_counts.h"
 #include "log.h"
 
-/* Runtime state: a restart rebuilds it from the records (the ids are in
- * them, next_gid in the MPI state). */
+/* Runtime state only: a restart rebuilds it by replaying the records of
+ * the program's communicators (each ends with its global id) and reading
+ * next_gid back from the MPI section. */
 static struct comm_info world, self;
 static int *world_ranks, self_rank;
 static uint64_t next_gid = 2;
 
-int clocks_init(void)
+int collective_counts_init(void)
 {
 	int n, me;
 
@@ -28,7 +29,7 @@ int clocks_init(void)
 	return 0;
 }
 
-struct comm_info *clocks_of(MPI_Comm v)
+struct comm_info *collective_counts_of(MPI_Comm v)
 {
 	struct vh_entry *e;
 
@@ -57,8 +58,8 @@ static uint64_t agree_max(MPI_Comm real, bool inter, uint64_t mine)
 	return mine > other ? mine : other;
 }
 
-uint64_t clocks_attach(MPI_Comm v, MPI_Comm real, const int *peers, int npeers, bool inter,
-		       uint64_t gid)
+uint64_t collective_counts_attach(MPI_Comm v, MPI_Comm real, const int *peers, int npeers,
+				 bool inter, uint64_t gid)
 {
 	struct vh_entry *e = vh_entry(VH_COMM, v);
 	struct comm_info *ci;
@@ -88,7 +89,7 @@ uint64_t clocks_attach(MPI_Comm v, MPI_Comm real, const int *peers, int npeers, 
 	return gid;
 }
 
-void clocks_detach(struct vh_entry *e)
+void collective_counts_detach(struct vh_entry *e)
 {
 	struct comm_info *ci = e->aux;
 
@@ -101,19 +102,19 @@ void clocks_detach(struct vh_entry *e)
 	free(ci);
 }
 
-uint64_t clocks_next_gid(void)
+uint64_t collective_counts_next_gid(void)
 {
 	return next_gid;
 }
 
-void clocks_set_next_gid(uint64_t next)
+void collective_counts_set_next_gid(uint64_t next)
 {
 	if (next > next_gid)
 		next_gid = next;
 }
 
 struct walk_ctx {
-	clocks_walk_fn fn;
+	collective_counts_walk_fn fn;
 	void *arg;
 };
 
@@ -128,9 +129,9 @@ static int walk_one(enum vh_kind k, uint32_t index, struct vh_entry *e, void *ar
 	return 0;
 }
 
-/* Under the table lock: the coordinator thread walks the clocks while the
+/* Under the table lock: the coordinator thread walks the counts while the
  * program's thread makes and frees communicators. fn must not take it. */
-void clocks_walk(clocks_walk_fn fn, void *arg)
+void collective_counts_walk(collective_counts_walk_fn fn, void *arg)
 {
 	struct walk_ctx w = {fn, arg};
 
@@ -154,10 +155,10 @@ static void find_one(struct comm_info *ci, void *arg)
 		f->found = ci;
 }
 
-struct comm_info *clocks_find(uint64_t gid)
+struct comm_info *collective_counts_find(uint64_t gid)
 {
 	struct find_ctx f = {gid, NULL};
 
-	clocks_walk(find_one, &f);
+	collective_counts_walk(find_one, &f);
 	return f.found;
 }

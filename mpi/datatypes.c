@@ -1,12 +1,14 @@
-/* Lifecycle of the program's MPI objects other than communicators, groups
- * and requests: datatypes, info objects, handles returned by inquiries,
- * frees and commits (calls.h). */
-#define LOG_PREFIX "objects: "
+/* The lifecycle of the program's MPI objects other than communicators,
+ * groups and requests: datatypes (made, committed, freed), info objects,
+ * and handles MPI returns from inquiries (MPI_Comm_get_errhandler, ...).
+ * Each new object gets a virtual handle (handles.h) and a record
+ * (record.h), so that a restart can make it again. Declared in calls.h. */
+#define LOG_PREFIX "datatypes: "
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "calls.h"
-#include "clocks.h"
+#include "collective_counts.h"
 #include "log.h"
 #include "session.h"
 
@@ -105,7 +107,7 @@ void mpi_freed(enum vh_kind k, void *v)
 	if (!e)
 		return;
 	if (k == VH_COMM)
-		clocks_detach(e);
+		collective_counts_detach(e);
 	rec_object_freed(k, v);
 }
 

@@ -1,8 +1,8 @@
-#define LOG_PREFIX "block: "
+#define LOG_PREFIX "blocking: "
 #include <string.h>
 
 #include "arena.h"
-#include "block.h"
+#include "blocking.h"
 #include "export.h"
 
 /* stasis's own wrappers (generated): every turn of a loop goes through
@@ -23,7 +23,7 @@ void mpi_irecv_(void *, void *, void *, void *, void *, void *, void *, MPI_Fint
 void mpi_pack_size_(void *, void *, void *, void *, MPI_Fint *);
 void mpi_pack_(void *, void *, void *, void *, void *, void *, void *, MPI_Fint *);
 
-int mpi_block(MPI_Request *req, MPI_Status *status)
+int blocking_wait(MPI_Request *req, MPI_Status *status)
 {
 	int flag = 0, ret;
 
@@ -34,7 +34,7 @@ int mpi_block(MPI_Request *req, MPI_Status *status)
 	}
 }
 
-void mpi_block_f(MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr)
+void blocking_wait_f(MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr)
 {
 	MPI_Fint flag = 0;
 
@@ -108,7 +108,7 @@ int mpi_conv_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MP
 
 int mpi_conv_Wait(MPI_Request *request, MPI_Status *status)
 {
-	return mpi_block(request, status);
+	return blocking_wait(request, status);
 }
 
 int mpi_conv_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
@@ -212,7 +212,7 @@ void mpi_conv_mprobe_f(void *source, void *tag, void *comm, void *message, void 
 
 void mpi_conv_wait_f(void *request, void *status, MPI_Fint *ierr)
 {
-	mpi_block_f(request, status, ierr);
+	blocking_wait_f(request, status, ierr);
 }
 
 void mpi_conv_waitall_f(void *count, void *requests, void *statuses, MPI_Fint *ierr)

@@ -1,19 +1,23 @@
-/* Blocking MPI calls while a checkpoint is under way (coord.h, step 2):
- * run as their non-blocking forms plus a loop that tests them and, at
- * every turn, is a place where this rank can stop and take part. The loop
+/* Blocking point-to-point MPI calls (MPI_Recv, MPI_Wait, MPI_Probe, ...)
+ * always run as their non-blocking forms plus a loop that tests them, so
+ * that a rank waiting for a message can still stop for a checkpoint: every
+ * turn of the loop is a place where it can (coord.h, step 3). The loop
  * holds only the program's virtual handles: a checkpoint may be taken in
  * it, and a restart resumes it in another process. The Fortran forms go
  * through the Fortran bindings (which turn MPI_IN_PLACE, MPI_BOTTOM and
  * statuses into their C forms). */
-#ifndef STASIS_MPI_BLOCK_H
-#define STASIS_MPI_BLOCK_H
+#ifndef STASIS_MPI_BLOCKING_H
+#define STASIS_MPI_BLOCKING_H
 
 #include <mpi.h>
 
 /* Wait for the program's request *req (stasis's MPI_Test in a loop). */
-int mpi_block(MPI_Request *req, MPI_Status *status);
-void mpi_block_f(MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr);
+int blocking_wait(MPI_Request *req, MPI_Status *status);
+void blocking_wait_f(MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr);
 
+/* Written by hand (calls.def "block=conv"), for the calls whose loop is
+ * more than one non-blocking call and a wait: Sendrecv is an Irecv and an
+ * Isend, a Probe loops on Iprobe, a Wait loops on Test. */
 int mpi_conv_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
 		      int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source,
 		      int recvtag, MPI_Comm comm, MPI_Status *status);
