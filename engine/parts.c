@@ -10,7 +10,7 @@
 #include "parts.h"
 #include "session.h"
 #include "sigstate.h"
-#include "state.h"
+#include "section.h"
 #include "threads.h"
 
 /* The only place the order is written; each position has its reason

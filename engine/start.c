@@ -21,7 +21,7 @@
 #include "trigger.h"
 #include "session.h"
 #include "start.h"
-#include "state.h"
+#include "section.h"
 #include "tracking.h"
 
 /* The restore overwrites the main stack, where argv and environ live: the
@@ -159,7 +159,7 @@ void engine_after_init(int required, int provided)
 	(void)required;
 	(void)provided;
 	PMPI_Comm_dup(MPI_COMM_WORLD, &s->comm);
-	if (mpi_state_init()) {
+	if (mpi_section_init()) {
 		if (s->rank == 0)
 			pr_err("cannot set up the MPI state stasis keeps");
 		stop_run();

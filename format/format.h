@@ -43,7 +43,7 @@ enum image_kind {
 
 /* What an entry of an image's region table holds. Memory regions are
  * written back into the address space; sections are not memory but data
- * the image carries for one part of the process (engine/part.h), never
+ * the image carries for one part of the process (session/part.h), never
  * written into the address space, never incremental. One number space,
  * because both are entries of the same on-disk table. */
 enum region_kind {

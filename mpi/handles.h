@@ -14,7 +14,7 @@
  *
  * Entries live in chunks that never move, so a lookup takes no lock;
  * creating and freeing take one. After a restart the same virtual values
- * are bound (vh_bind) to the objects the replay made (mpi_state_replay,
+ * are bound (vh_bind) to the objects the replay made (mpi_section_replay,
  * state.h). */
 #ifndef STASIS_MPI_HANDLES_H
 #define STASIS_MPI_HANDLES_H

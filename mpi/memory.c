@@ -12,7 +12,7 @@
 #include "memory.h"
 #include "export.h"
 
-/* Runtime state, carried across a restart in the MPI state (state.c). */
+/* Runtime state, carried across a restart in the MPI section (section.c). */
 static void *bsend_buffer;
 static int bsend_size;
 

@@ -18,7 +18,7 @@
 #include "requests.h"
 #include "session.h"
 #include "snapshot.h"
-#include "state.h"
+#include "section.h"
 #include "traffic.h"
 
 #define STATE_MAGIC "STASISMP"
@@ -38,7 +38,7 @@ struct state_header {
 	uint64_t next_gid; /* collective_counts.h */
 };
 
-int mpi_state_init(void)
+int mpi_section_init(void)
 {
 	int ret = comms_init();
 
@@ -71,7 +71,7 @@ static void put_record(struct rec_builder *b, const struct mpi_record *r)
 static void *out;
 static size_t out_cap;
 
-int mpi_state_save(void **data, size_t *len, char *err, size_t errlen)
+int mpi_section_save(void **data, size_t *len, char *err, size_t errlen)
 {
 	struct rec_builder b = {0}, snap = {0};
 	struct state_header h = {0};
@@ -328,7 +328,7 @@ out:
 	return ret;
 }
 
-int mpi_state_replay(const void *data, size_t len, char *why, size_t whylen)
+int mpi_section_replay(const void *data, size_t len, char *why, size_t whylen)
 {
 	struct rec_reader r = rr_open(data, len);
 	struct state_header h;
@@ -380,12 +380,12 @@ int mpi_state_replay(const void *data, size_t len, char *why, size_t whylen)
 	return bad;
 }
 
-size_t mpi_state_objects(void)
+size_t mpi_section_objects(void)
 {
 	return rec_count();
 }
 
-void mpi_state_resumed(void)
+void mpi_section_resumed(void)
 {
 	if (mpi_buffer_reattach())
 		pr_warn("cannot attach the buffered-send buffer again");
@@ -398,7 +398,7 @@ static int mpi_part_save(uint64_t id, struct section_list *out, struct why *why)
 	char err[1024] = "";
 	void *data;
 	size_t len;
-	int ret = mpi_state_save(&data, &len, err, sizeof(err));
+	int ret = mpi_section_save(&data, &len, err, sizeof(err));
 
 	(void)id;
 	if (ret)
@@ -418,11 +418,11 @@ static int mpi_part_recreate(const struct restart_input *in, struct why *why)
 
 	if (!sec->data)
 		return why_set(why, -EBADMSG, "the image holds no MPI state");
-	ret = mpi_state_replay(sec->data, sec->len, err, sizeof(err));
+	ret = mpi_section_replay(sec->data, sec->len, err, sizeof(err));
 	if (ret)
 		return err[0] ? why_set(why, ret, "%s", err) : ret;
 	if (s && s->rank == 0 && s->cfg.verbose >= 1)
-		fprintf(stderr, "stasis: replayed %zu MPI objects in %.1f ms\n", mpi_state_objects(),
+		fprintf(stderr, "stasis: replayed %zu MPI objects in %.1f ms\n", mpi_section_objects(),
 			(PMPI_Wtime() - t0) * 1e3);
 	return 0;
 }
@@ -434,7 +434,7 @@ static void mpi_part_resumed(bool restarted)
 	struct session *s = session_get();
 
 	if (restarted)
-		mpi_state_resumed();
+		mpi_section_resumed();
 	if (s)
 		drain_resume(s);
 }
