@@ -79,6 +79,7 @@ static int do_init(void)
 	/* Leaf 0 right after the root; both fit in the first commit step. */
 	r->dir[0] = (struct pent *)page_addr(ROOT_PAGES);
 	r->top = r->dirty_end = ROOT_PAGES + LEAF_PAGES;
+	r->keep = RELEASE_PAGES;
 	r->magic = ARENA_MAGIC;
 	pr_debug("reserved %zu GiB at %p", STASIS_ARENA_SIZE >> 30, (void *)BASE);
 	return 0;
