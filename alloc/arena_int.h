@@ -210,7 +210,7 @@ int arena_commit(struct root *r, uint64_t end_pg);
 /* arena_runs.c, all under the lock. */
 void arena_set_run(uint64_t s, uint64_t n, uint8_t kind, uint8_t flags);
 void arena_free_run(struct root *r, uint64_t s, uint64_t n, bool dirty);
-uint64_t arena_alloc_run(struct root *r, uint64_t n, uint64_t align, uint8_t kind, bool *dirty);
+uint64_t arena_alloc_run(struct root *r, uint64_t n, uint64_t align, uint8_t kind, uint64_t *dirty);
 bool arena_large_resize(struct root *r, uint64_t s, uint64_t n, uint64_t m);
 uint64_t arena_run_head(uint64_t q);
 

@@ -168,7 +168,7 @@ void arena_free_run(struct root *r, uint64_t s, uint64_t n, bool dirty)
 /* Carves n pages from the bump space, the first one aligned to `align`
  * pages; the alignment gap becomes a free run. Page-map leaves for every
  * region the run touches are carved first. Returns the start or 0. */
-static uint64_t take_top(struct root *r, uint64_t n, uint64_t align, bool *dirty)
+static uint64_t take_top(struct root *r, uint64_t n, uint64_t align, uint64_t *dirty)
 {
 	for (;;) {
 		uint64_t t = r->top, s = (t + align - 1) & ~(align - 1), e = s + n, reg;
@@ -190,7 +190,7 @@ static uint64_t take_top(struct root *r, uint64_t n, uint64_t align, bool *dirty
 		if (arena_commit(r, e))
 			return 0;
 		r->top = e;
-		*dirty = s < r->dirty_end;
+		*dirty = s < r->dirty_end ? (e < r->dirty_end ? e : r->dirty_end) - s : 0;
 		if (s > t) /* its next neighbour, [s, e), has zero entries: no merge */
 			arena_free_run(r, t, s - t, t < r->dirty_end);
 		return s;
@@ -198,8 +198,10 @@ static uint64_t take_top(struct root *r, uint64_t n, uint64_t align, bool *dirty
 }
 
 /* A run of n pages starting at a multiple of `align` pages, marked `kind`.
- * *dirty tells whether its pages may hold old bytes (else they are zero). */
-uint64_t arena_alloc_run(struct root *r, uint64_t n, uint64_t align, uint8_t kind, bool *dirty)
+ * Its first *dirty pages may hold old bytes, the others are zero: a run
+ * from the bump space is dirty only below dirty_end, which may lie up to
+ * 64 MiB above top (calloc of a big block must not write all of it). */
+uint64_t arena_alloc_run(struct root *r, uint64_t n, uint64_t align, uint8_t kind, uint64_t *dirty)
 {
 	uint64_t s = bin_find(r, n + align - 1);
 
@@ -216,7 +218,7 @@ uint64_t arena_alloc_run(struct root *r, uint64_t n, uint64_t align, uint8_t kin
 		if (as + n < s + len)
 			put_free(r, as + n, s + len - as - n, d);
 		s = as;
-		*dirty = d;
+		*dirty = d ? n : 0;
 	} else {
 		s = take_top(r, n, align, dirty);
 		if (!s)

@@ -4,8 +4,8 @@
  * resident and is not reported to the discard hook; runs longer than
  * KEEP_MAX go back at once; dirty free runs hold at most KEEP_BUDGET pages
  * and the bump space fewer than 2 * keep; calloc and arena_map over kept
- * pages read zero; arena_check agrees at every step. White box: it reads
- * the arena's root.
+ * pages read zero, and calloc writes no more than the kept pages; arena_check agrees at every step.
+ * White box: it reads the arena's root.
  *
  * Exit status: 0 pass, 1 fail, 77 skip (the range cannot be reserved). */
 #ifndef _GNU_SOURCE
@@ -200,6 +200,12 @@ static void test_top(void)
 			      "3 * keep pages freed at top again: %zu bytes discarded", discarded);
 		check("after freeing at top");
 	}
+	/* calloc over the kept pages and beyond writes only the kept ones. */
+	p = arena_calloc(1, big);
+	CHECK(p && resident(p, big) <= mid / PAGE, "calloc(100 MiB) wrote %zu pages",
+	      resident(p, big));
+	CHECK(all_zero(p, big), "calloc(100 MiB) not zero");
+	arena_free(p);
 	keep = R->keep;
 	p = arena_malloc(big);
 	touch(p, big);
