@@ -79,6 +79,7 @@ static int do_init(void)
 	/* Leaf 0 right after the root; both fit in the first commit step. */
 	r->dir[0] = (struct pent *)page_addr(ROOT_PAGES);
 	r->top = r->dirty_end = ROOT_PAGES + LEAF_PAGES;
+	r->keep = RELEASE_PAGES;
 	r->magic = ARENA_MAGIC;
 	pr_debug("reserved %zu GiB at %p", STASIS_ARENA_SIZE >> 30, (void *)BASE);
 	return 0;
@@ -126,8 +127,7 @@ static void advise_huge(uint64_t s, uint64_t n)
 static void *large_alloc(size_t size, size_t align, bool zero)
 {
 	struct root *r = R;
-	uint64_t s;
-	bool dirty;
+	uint64_t s, dirty;
 
 	if (size > STASIS_ARENA_SIZE || align > STASIS_ARENA_SIZE / 2) {
 		errno = ENOMEM;
@@ -145,7 +145,7 @@ static void *large_alloc(size_t size, size_t align, bool zero)
 	}
 	advise_huge(s, (size + PAGE - 1) >> PAGE_SHIFT);
 	if (zero && dirty)
-		memset(page_addr(s), 0, size);
+		memset(page_addr(s), 0, size < dirty << PAGE_SHIFT ? size : dirty << PAGE_SHIFT);
 	return page_addr(s);
 }
 
@@ -349,8 +349,7 @@ void *arena_realloc(void *ptr, size_t size)
 void *arena_map(size_t length)
 {
 	struct root *r = R;
-	uint64_t n = (length + PAGE - 1) >> PAGE_SHIFT, s;
-	bool dirty;
+	uint64_t n = (length + PAGE - 1) >> PAGE_SHIFT, s, dirty;
 
 	if (!length || length > STASIS_ARENA_SIZE) {
 		errno = length ? ENOMEM : EINVAL;
@@ -368,10 +367,10 @@ void *arena_map(size_t length)
 		return NULL;
 	}
 	advise_huge(s, n);
-	if (dirty && n >= RELEASE_PAGES)
-		arena_discard(s, n);
+	if (dirty >= RELEASE_PAGES)
+		arena_discard(s, dirty);
 	else if (dirty)
-		memset(page_addr(s), 0, n << PAGE_SHIFT);
+		memset(page_addr(s), 0, dirty << PAGE_SHIFT);
 	return page_addr(s);
 }
 

@@ -65,13 +65,16 @@ int arena_check(struct arena_stats *out)
 	struct root *r = R;
 	struct arena_stats st = {0};
 	const char *bad = NULL;
-	uint64_t q = ROOT_PAGES, nruns = 0, npartial = 0, nbinned = 0;
+	uint64_t q = ROOT_PAGES, nruns = 0, npartial = 0, nbinned = 0, kept = 0;
 
 	if (!ready())
 		return -EINVAL;
 	lock(r);
-	if (r->magic != ARENA_MAGIC || ((uint64_t)r->top << PAGE_SHIFT) > r->committed)
+	if (r->magic != ARENA_MAGIC || ((uint64_t)r->top << PAGE_SHIFT) > r->committed ||
+	    r->keep < RELEASE_PAGES || r->keep > KEEP_MAX + 1 || r->kept > KEEP_BUDGET)
 		bad = "root";
+	else if (r->dirty_end > r->top && r->dirty_end - r->top >= 2 * (uint64_t)r->keep)
+		bad = "dirty bump space beyond twice the threshold";
 	while (!bad && q < r->top) {
 		const struct pent *e = peek(q), *t;
 		uint64_t n = e->npages;
@@ -101,8 +104,10 @@ int arena_check(struct arena_stats *out)
 		if (e->kind == PK_FREE) {
 			if (peek(q - 1)->kind == PK_FREE || q + n == r->top)
 				bad = "free run not coalesced";
+			if ((e->flags & PF_DIRTY) && n >= r->keep)
+				bad = "dirty free run not shorter than the threshold";
 			if ((e->flags & PF_DIRTY) && n >= RELEASE_PAGES)
-				bad = "long dirty free run";
+				kept += n;
 			nruns++;
 			st.free_bytes += n << PAGE_SHIFT;
 		} else if (e->kind == PK_LARGE) {
@@ -129,6 +134,8 @@ int arena_check(struct arena_stats *out)
 	}
 	if (!bad && nbinned != nruns)
 		bad = "free run missing from its bin";
+	if (!bad && kept != r->kept)
+		bad = "count of pages in long dirty free runs";
 	for (unsigned c = 0; !bad && c < NCLASSES; c++) {
 		struct slab *prev = NULL;
 

@@ -55,8 +55,24 @@
 #define SMALL_MAX 32768
 #define NCLASSES 40
 #define NBINS 128
-#define RELEASE_PAGES 32 /* freed runs this long (128 KiB) are given back with madvise */
-#define TOP_SLACK 64	 /* dirty bump space tolerated before madvise */
+/* Which freed pages go back to the kernel (madvise) and which stay dirty
+ * for the next allocation: a dynamic threshold, as glibc's mmap threshold.
+ * A dirty free run shorter than r->keep pages stays dirty; r->keep starts at
+ * RELEASE_PAGES (128 KiB), and a run given back for its length raises it
+ * past that length (up to KEEP_MAX + 1), so that a program that frees and
+ * allocates such blocks again is served from resident pages instead of
+ * faulting them in anew each time (numpy's temporaries: the faults and TLB
+ * shootdowns made it 10x slower). The bump space keeps fewer than
+ * 2 * r->keep dirty pages above top (glibc's trim threshold is twice its
+ * mmap threshold); trimming more raises r->keep to half of it. What stays
+ * resident unused is bounded all the same: dirty free runs of RELEASE_PAGES
+ * or more hold at most KEEP_BUDGET pages together (r->kept), the bump space
+ * fewer than 2 * (KEEP_MAX + 1). The threshold waits for reuse: a block
+ * freed once and never again goes back at once (a budget alone would keep
+ * it); the budget bounds a heap fragmented into many kept runs. */
+#define RELEASE_PAGES 32  /* 128 KiB: r->keep's start */
+#define KEEP_MAX 8192	  /* 32 MiB: longest dirty free run kept (glibc's max) */
+#define KEEP_BUDGET 16384 /* 64 MiB: in dirty free runs of RELEASE_PAGES or more */
 #define ARENA_MAGIC 0x53544153494e4131ULL
 #define BASE ((char *)STASIS_ARENA_BASE)
 #define R ((struct root *)STASIS_ARENA_BASE)
@@ -91,8 +107,9 @@ struct root {
 	atomic_uint lock;
 	uint32_t top;	    /* first page of the bump space */
 	uint32_t dirty_end; /* pages in [top, dirty_end) may hold old bytes */
-	uint32_t pad;
-	size_t committed; /* [BASE, BASE + committed) is read-write */
+	uint32_t keep;	    /* dirty free runs are shorter; dirty_end < top + 2 * keep */
+	size_t committed;   /* [BASE, BASE + committed) is read-write */
+	uint64_t kept;	    /* pages in dirty free runs of RELEASE_PAGES or more */
 	uint64_t binmap[NBINS / 64];
 	uint32_t bins[NBINS]; /* first page of the first free run, 0 = empty */
 	struct sclass cls[NCLASSES];
@@ -193,7 +210,7 @@ int arena_commit(struct root *r, uint64_t end_pg);
 /* arena_runs.c, all under the lock. */
 void arena_set_run(uint64_t s, uint64_t n, uint8_t kind, uint8_t flags);
 void arena_free_run(struct root *r, uint64_t s, uint64_t n, bool dirty);
-uint64_t arena_alloc_run(struct root *r, uint64_t n, uint64_t align, uint8_t kind, bool *dirty);
+uint64_t arena_alloc_run(struct root *r, uint64_t n, uint64_t align, uint8_t kind, uint64_t *dirty);
 bool arena_large_resize(struct root *r, uint64_t s, uint64_t n, uint64_t m);
 uint64_t arena_run_head(uint64_t q);
 

@@ -7,11 +7,18 @@
 
 #include "arena_int.h"
 
+/* The pages a free run counts in r->kept. */
+static uint64_t kept_pages(const struct pent *e)
+{
+	return (e->flags & PF_DIRTY) && e->npages >= RELEASE_PAGES ? e->npages : 0;
+}
+
 static void bin_insert(struct root *r, uint32_t s)
 {
 	struct pent *e = ent(s);
 	unsigned b = bin_of(e->npages);
 
+	r->kept += kept_pages(e);
 	e->next = r->bins[b];
 	e->prev = 0;
 	if (e->next)
@@ -25,6 +32,7 @@ static void bin_remove(struct root *r, uint32_t s)
 	struct pent *e = ent(s);
 	unsigned b = bin_of(e->npages);
 
+	r->kept -= kept_pages(e);
 	if (e->prev)
 		ent(e->prev)->next = e->next;
 	else
@@ -75,24 +83,35 @@ static void put_free(struct root *r, uint64_t s, uint64_t n, bool dirty)
 	bin_insert(r, s);
 }
 
+/* Whether a free run of n pages made of dirty pieces stays dirty (arena_int.h:
+ * the dynamic threshold and the budget). When it is too long for the
+ * threshold, the threshold rises past it for the next one. */
+static bool keep_dirty(struct root *r, uint64_t n)
+{
+	if (n < r->keep)
+		return n < RELEASE_PAGES || r->kept + n <= KEEP_BUDGET;
+	if (n <= KEEP_MAX)
+		r->keep = n + 1;
+	return false;
+}
+
 /* Frees the run [s, s + n), whose head and tail entries may still describe
- * it (interior entries must be zero): gives a long dirty run back to the
- * kernel, coalesces it with free neighbours, and merges it into the bump
- * space when it ends at top. Invariants kept: no two free runs are adjacent,
- * no free run ends at top, a dirty free run is shorter than RELEASE_PAGES. */
+ * it (interior entries must be zero): coalesces it with free neighbours,
+ * merges it into the bump space when it ends at top, and gives dirty pages
+ * back to the kernel as keep_dirty() says. Invariants kept: no two free runs
+ * are adjacent, no free run ends at top, a dirty free run is shorter than
+ * r->keep, r->kept <= KEEP_BUDGET, dirty_end < top + 2 * r->keep. */
 void arena_free_run(struct root *r, uint64_t s, uint64_t n, bool dirty)
 {
 	struct {
 		uint64_t s, n;
-	} piece[3]; /* dirty parts of the merged run, each shorter than RELEASE_PAGES */
+	} piece[3]; /* dirty parts of the merged run */
 	int npieces = 0;
 	const struct pent *pe;
 
 	*ent(s) = PENT_ZERO;
 	*ent(s + n - 1) = PENT_ZERO;
-	if (dirty && n >= RELEASE_PAGES)
-		arena_discard(s, n);
-	else if (dirty)
+	if (dirty)
 		piece[npieces].s = s, piece[npieces++].n = n;
 	pe = peek(s - 1);
 	if (pe->kind == PK_FREE) {
@@ -128,13 +147,17 @@ void arena_free_run(struct root *r, uint64_t s, uint64_t n, bool dirty)
 			r->dirty_end = s + n;
 		else if (!dirty && r->dirty_end <= s + n)
 			r->dirty_end = s;
-		if (r->dirty_end >= r->top + TOP_SLACK) {
-			arena_discard(r->top, r->dirty_end - r->top);
+		if (r->dirty_end >= r->top + 2 * (uint64_t)r->keep) {
+			uint64_t slack = r->dirty_end - r->top;
+
+			arena_discard(r->top, slack);
 			r->dirty_end = r->top;
+			if (slack <= 2 * KEEP_MAX) /* keep as much next time */
+				r->keep = slack / 2 + 1;
 		}
 		return;
 	}
-	if (dirty && n >= RELEASE_PAGES) {
+	if (dirty && !keep_dirty(r, n)) {
 		for (int i = 0; i < npieces; i++)
 			arena_discard(piece[i].s, piece[i].n);
 		dirty = false;
@@ -145,7 +168,7 @@ void arena_free_run(struct root *r, uint64_t s, uint64_t n, bool dirty)
 /* Carves n pages from the bump space, the first one aligned to `align`
  * pages; the alignment gap becomes a free run. Page-map leaves for every
  * region the run touches are carved first. Returns the start or 0. */
-static uint64_t take_top(struct root *r, uint64_t n, uint64_t align, bool *dirty)
+static uint64_t take_top(struct root *r, uint64_t n, uint64_t align, uint64_t *dirty)
 {
 	for (;;) {
 		uint64_t t = r->top, s = (t + align - 1) & ~(align - 1), e = s + n, reg;
@@ -167,7 +190,7 @@ static uint64_t take_top(struct root *r, uint64_t n, uint64_t align, bool *dirty
 		if (arena_commit(r, e))
 			return 0;
 		r->top = e;
-		*dirty = s < r->dirty_end;
+		*dirty = s < r->dirty_end ? (e < r->dirty_end ? e : r->dirty_end) - s : 0;
 		if (s > t) /* its next neighbour, [s, e), has zero entries: no merge */
 			arena_free_run(r, t, s - t, t < r->dirty_end);
 		return s;
@@ -175,8 +198,10 @@ static uint64_t take_top(struct root *r, uint64_t n, uint64_t align, bool *dirty
 }
 
 /* A run of n pages starting at a multiple of `align` pages, marked `kind`.
- * *dirty tells whether its pages may hold old bytes (else they are zero). */
-uint64_t arena_alloc_run(struct root *r, uint64_t n, uint64_t align, uint8_t kind, bool *dirty)
+ * Its first *dirty pages may hold old bytes, the others are zero: a run
+ * from the bump space is dirty only below dirty_end, which may lie up to
+ * 64 MiB above top (calloc of a big block must not write all of it). */
+uint64_t arena_alloc_run(struct root *r, uint64_t n, uint64_t align, uint8_t kind, uint64_t *dirty)
 {
 	uint64_t s = bin_find(r, n + align - 1);
 
@@ -193,7 +218,7 @@ uint64_t arena_alloc_run(struct root *r, uint64_t n, uint64_t align, uint8_t kin
 		if (as + n < s + len)
 			put_free(r, as + n, s + len - as - n, d);
 		s = as;
-		*dirty = d;
+		*dirty = d ? n : 0;
 	} else {
 		s = take_top(r, n, align, dirty);
 		if (!s)

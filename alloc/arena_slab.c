@@ -46,8 +46,7 @@ static struct slab *new_slab(struct root *r, unsigned c)
 {
 	const struct sclass *sc = &r->cls[c];
 	struct slab *sl;
-	bool dirty;
-	uint64_t s = arena_alloc_run(r, sc->pages, 1, PK_SLAB, &dirty);
+	uint64_t dirty, s = arena_alloc_run(r, sc->pages, 1, PK_SLAB, &dirty);
 
 	if (!s)
 		return NULL;
