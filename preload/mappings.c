@@ -39,14 +39,12 @@
 #include "runtime.h"
 #include "arena.h"
 #include "maps.h"
-#include "preload.h"
+#include "interpose.h"
 #include "threads.h"
 
 #ifndef PR_SET_MDWE
 #define PR_SET_MDWE 65 /* Linux 6.3, include/uapi/linux/prctl.h */
 #endif
-
-#define CALLER ((uintptr_t)__builtin_return_address(0))
 
 /* Any thread: protections and advice are the program's whoever calls. */
 static inline bool from_program(uintptr_t caller)

@@ -24,11 +24,9 @@
 #include <time.h>
 
 #include "runtime.h"
-#include "preload.h"
+#include "interpose.h"
 #include "regions.h"
 #include "sigstate.h"
-
-#define CALLER ((uintptr_t)__builtin_return_address(0))
 
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
