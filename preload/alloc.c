@@ -136,8 +136,6 @@ EXPORT size_t malloc_usable_size(void *ptr)
 		return n;
 	}
 	/* glibc exports no __libc_ name for it; the real one is found once. */
-	static size_t (*real)(void *);
-	if (!real)
-		real = (size_t(*)(void *))stasis_next_symbol("malloc_usable_size");
+	REAL(malloc_usable_size);
 	return real ? real(ptr) : 0;
 }
