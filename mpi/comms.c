@@ -135,27 +135,6 @@ static int describe_comm(struct rec_builder *b, MPI_Comm c, int split_type, uint
 	return ret;
 }
 
-/* Bind real to a new virtual handle with rec; on any failure the program
- * keeps the real handle and loses checkpoints. */
-static void *adopt(enum vh_kind k, void *real, struct mpi_record *rec, uint32_t flags,
-		   const char *call)
-{
-	void *v;
-
-	if (!rec) {
-		session_unsupported(call);
-		return real;
-	}
-	v = vh_mint(k, real, flags, rec);
-	if (!v) {
-		rec_discard(rec);
-		session_unsupported("more MPI handles than stasis can number");
-		return real;
-	}
-	rec_attach(rec, v);
-	return v;
-}
-
 /* The peers of a communicator record: the world ranks of its group, or of
  * its remote group. Copies into r's scratch memory. */
 static const int *record_peers(struct rec_reader *r, int *n, int *inter)
@@ -222,7 +201,7 @@ MPI_Comm mpi_comm_new(MPI_Comm real, int split_type, const char *call)
 		b.failed = true;
 	}
 	rec = rec_make(VH_COMM, &b, 0);
-	v = adopt(VH_COMM, real, rec, flags, call);
+	v = vh_adopt(VH_COMM, real, rec, flags, call);
 	/* Collective over the new communicator, like its creation. */
 	if (v != real && attach_clock(rec, v, real, false))
 		session_unsupported("a communicator whose members could not agree on its id");
@@ -246,7 +225,7 @@ MPI_Group mpi_group_new(MPI_Group real, const char *call)
 		session_unsupported("a group with processes outside MPI_COMM_WORLD");
 	if (ret)
 		b.failed = true;
-	return adopt(VH_GROUP, real, rec_make(VH_GROUP, &b, 0), 0, call);
+	return vh_adopt(VH_GROUP, real, rec_make(VH_GROUP, &b, 0), 0, call);
 }
 
 /* The Fortran bindings return real INTEGER handles: keep that one for the

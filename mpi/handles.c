@@ -7,6 +7,8 @@
 
 #include "handles.h"
 #include "log.h"
+#include "record.h"
+#include "session.h"
 
 struct vh_entry *vh_chunks[VH_NKINDS][VH_MAX_CHUNKS];
 
@@ -357,6 +359,24 @@ void *vh_mint(enum vh_kind k, void *real, uint32_t flags, struct mpi_record *rec
 		v = vh_value(k, index);
 	}
 	vh_unlock();
+	return v;
+}
+
+void *vh_adopt(enum vh_kind k, void *real, struct mpi_record *rec, uint32_t flags, const char *call)
+{
+	void *v;
+
+	if (!rec) {
+		session_unsupported(call);
+		return real;
+	}
+	v = vh_mint(k, real, flags, rec);
+	if (!v) {
+		rec_discard(rec);
+		session_unsupported("more MPI handles than stasis can number");
+		return real;
+	}
+	rec_attach(rec, v);
 	return v;
 }
 

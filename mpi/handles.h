@@ -169,6 +169,12 @@ MPI_Fint vh_real_c2f(enum vh_kind k, void *real);
  * NULL when out of entries (the caller then passes real on and switches
  * checkpoints off). */
 void *vh_mint(enum vh_kind k, void *real, uint32_t flags, struct mpi_record *rec);
+/* The same for a new object of the program's, recorded by rec (which the
+ * handle then owns): on any failure (no record, no handle left) the
+ * program keeps the real handle and checkpoints are switched off, naming
+ * call. */
+void *vh_adopt(enum vh_kind k, void *real, struct mpi_record *rec, uint32_t flags,
+	       const char *call);
 /* The same at a given index (replay): -EEXIST when taken. */
 int vh_bind(enum vh_kind k, uint32_t index, void *real, uint32_t flags, struct mpi_record *rec);
 /* Release a virtual handle (its record is the caller's business). */

@@ -10,25 +10,6 @@
 #include "log.h"
 #include "session.h"
 
-static void *bind_new(enum vh_kind k, void *real, struct mpi_record *rec, uint32_t flags,
-		      const char *call)
-{
-	void *v;
-
-	if (!rec) {
-		session_unsupported(call);
-		return real;
-	}
-	v = vh_mint(k, real, flags, rec);
-	if (!v) {
-		rec_discard(rec);
-		session_unsupported("more MPI handles than stasis can number");
-		return real;
-	}
-	rec_attach(rec, v);
-	return v;
-}
-
 static MPI_Fint keep_f(enum vh_kind k, void *v, MPI_Fint real_f)
 {
 	struct vh_entry *e = vh_entry(k, v);
@@ -47,12 +28,12 @@ MPI_Datatype mpi_type_new(MPI_Datatype real, struct rec_builder *b, const char *
 		rec_discard(rec);
 		return real;
 	}
-	return bind_new(VH_TYPE, real, rec, 0, call);
+	return vh_adopt(VH_TYPE, real, rec, 0, call);
 }
 
 MPI_Datatype mpi_type_new_ref(MPI_Datatype real, struct rec_builder *b, const char *call)
 {
-	return bind_new(VH_TYPE, real, rec_make(VH_TYPE, b, 0), VH_REF, call);
+	return vh_adopt(VH_TYPE, real, rec_make(VH_TYPE, b, 0), VH_REF, call);
 }
 
 MPI_Fint mpi_type_new_f(MPI_Fint real_f, struct rec_builder *b, const char *call)
@@ -67,7 +48,7 @@ MPI_Info mpi_info_new(MPI_Info real, const char *call)
 	if (real == MPI_INFO_NULL || real == MPI_INFO_ENV)
 		return real;
 	rb_int(&b, 0); /* no keys yet: a checkpoint records the contents */
-	return bind_new(VH_INFO, real, rec_make(VH_INFO, &b, 0), 0, call);
+	return vh_adopt(VH_INFO, real, rec_make(VH_INFO, &b, 0), 0, call);
 }
 
 MPI_Fint mpi_info_new_f(MPI_Fint real_f, const char *call)
