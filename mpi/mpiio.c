@@ -531,14 +531,8 @@ static int refresh_one(struct mpi_record *rec, MPI_File real, struct mpiio_file 
 	PMPI_File_get_atomicity(real, &atom);
 	rb_int(&b, atom);
 	put_ref(&b, VH_ERRHANDLER, program_errhandler(real));
-	free(b.parents); /* the record keeps the parents it was made with */
-	if (b.failed) {
-		free(b.data);
+	if (rec_replace_data(rec, &b))
 		return -ENOMEM;
-	}
-	free(rec->data);
-	rec->data = b.data;
-	rec->len = b.len;
 	g = f->ckpt[0].id <= f->ckpt[1].id ? 0 : 1;
 	f->ckpt[g].id = id;
 	f->ckpt[g].size = size;

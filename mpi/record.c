@@ -266,6 +266,19 @@ struct mpi_record *rec_make(enum vh_kind k, struct rec_builder *b, uint32_t flag
 	return rec;
 }
 
+int rec_replace_data(struct mpi_record *rec, struct rec_builder *b)
+{
+	free(b->parents);
+	if (b->failed) {
+		free(b->data);
+		return -ENOMEM;
+	}
+	free(rec->data);
+	rec->data = b->data;
+	rec->len = b->len;
+	return 0;
+}
+
 static void link_tail(struct mpi_record *rec)
 {
 	rec->prev = tail;

@@ -106,6 +106,10 @@ void rec_pin(struct mpi_record *rec);
 void rec_unpin(struct mpi_record *rec);
 /* Drop a record that was made but never attached. */
 void rec_discard(struct mpi_record *rec);
+/* A record described again (what an object holds now, at a checkpoint):
+ * rec's data becomes b's, which is consumed either way; the record keeps
+ * the parents it was made with. -ENOMEM when b failed (rec unchanged). */
+int rec_replace_data(struct mpi_record *rec, struct rec_builder *b);
 
 /* Every record, oldest first. */
 struct mpi_record *rec_first(void);

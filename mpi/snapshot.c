@@ -147,14 +147,7 @@ static int info_contents(struct mpi_record *rec, MPI_Info real)
 		rb_str(&b, val);
 		free(val);
 	}
-	if (b.failed) {
-		free(b.data);
-		return -ENOMEM;
-	}
-	free(rec->data);
-	rec->data = b.data;
-	rec->len = b.len;
-	return 0;
+	return rec_replace_data(rec, &b);
 }
 
 int snapshot_write(struct rec_builder *b, int *count)
