@@ -351,25 +351,25 @@ bool drain_and_checkpoint(struct session *s, coord_take_fn take)
 
 int drain_save(struct rec_builder *b)
 {
-	rb_u64(b, nmsgs);
+	recbuf_u64(b, nmsgs);
 	for (size_t i = 0; i < nmsgs; i++) {
-		rb_u64(b, msgs[i].gid);
-		rb_int(b, msgs[i].source);
-		rb_int(b, msgs[i].tag);
-		rb_u64(b, msgs[i].len);
-		rb_put(b, msgs[i].data, msgs[i].len);
+		recbuf_u64(b, msgs[i].gid);
+		recbuf_int(b, msgs[i].source);
+		recbuf_int(b, msgs[i].tag);
+		recbuf_u64(b, msgs[i].len);
+		recbuf_put(b, msgs[i].data, msgs[i].len);
 	}
 	return b->failed ? -ENOMEM : 0;
 }
 
 int drain_load(struct rec_reader *r)
 {
-	uint64_t n = rr_u64(r);
+	uint64_t n = recread_u64(r);
 
 	for (uint64_t i = 0; i < n && !r->bad; i++) {
-		uint64_t gid = rr_u64(r);
-		int source = rr_int(r), tag = rr_int(r);
-		uint64_t len = rr_u64(r);
+		uint64_t gid = recread_u64(r);
+		int source = recread_int(r), tag = recread_int(r);
+		uint64_t len = recread_u64(r);
 		void *data;
 
 		if (r->bad || len > (uint64_t)(r->end - r->p))
@@ -377,7 +377,7 @@ int drain_load(struct rec_reader *r)
 		data = malloc(len ? len : 1);
 		if (!data)
 			return -ENOMEM;
-		rr_get(r, data, len);
+		recread_get(r, data, len);
 		if (keep(gid, source, tag, len, data)) {
 			free(data);
 			return -ENOMEM;

@@ -47,7 +47,7 @@ MPI_Info mpi_info_new(MPI_Info real, const char *call)
 
 	if (real == MPI_INFO_NULL || real == MPI_INFO_ENV)
 		return real;
-	rb_int(&b, 0); /* no keys yet: a checkpoint records the contents */
+	recbuf_int(&b, 0); /* no keys yet: a checkpoint records the contents */
 	return vh_adopt(VH_INFO, real, rec_make(VH_INFO, &b, 0), 0, call);
 }
 
