@@ -228,26 +228,15 @@ MPI_Group mpi_group_new(MPI_Group real, const char *call)
 	return vh_adopt(VH_GROUP, real, rec_make(VH_GROUP, &b, 0), 0, call);
 }
 
-/* The Fortran bindings return real INTEGER handles: keep that one for the
- * way back (Open MPI numbers them itself). */
-static MPI_Fint to_f(enum vh_kind k, void *v, MPI_Fint real_f)
-{
-	struct vh_entry *e = vh_entry(k, v);
-
-	if (!e)
-		return real_f;
-	e->real_f = real_f;
-	return vh_c2f(k, v);
-}
-
 MPI_Fint mpi_comm_new_f(MPI_Fint real_f, int split_type, const char *call)
 {
-	return to_f(VH_COMM, mpi_comm_new(PMPI_Comm_f2c(real_f), split_type, call), real_f);
+	return vh_keep_real_f(VH_COMM, mpi_comm_new(PMPI_Comm_f2c(real_f), split_type, call),
+			      real_f);
 }
 
 MPI_Fint mpi_group_new_f(MPI_Fint real_f, const char *call)
 {
-	return to_f(VH_GROUP, mpi_group_new(PMPI_Group_f2c(real_f), call), real_f);
+	return vh_keep_real_f(VH_GROUP, mpi_group_new(PMPI_Group_f2c(real_f), call), real_f);
 }
 
 /* --- replay ----------------------------------------------------------------- */

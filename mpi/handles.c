@@ -204,6 +204,16 @@ MPI_Fint vh_c2f(enum vh_kind k, void *v)
 	return vh_real_c2f(k, v);
 }
 
+MPI_Fint vh_keep_real_f(enum vh_kind k, void *v, MPI_Fint real_f)
+{
+	struct vh_entry *e = vh_entry(k, v);
+
+	if (!e)
+		return real_f;
+	e->real_f = real_f;
+	return vh_c2f(k, v);
+}
+
 int vh_keyval_value(const void *v)
 {
 	return VH_FBASE + (int)vh_index(VH_KEYVAL, v);

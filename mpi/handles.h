@@ -160,6 +160,11 @@ MPI_Fint *vh_real_f_array(enum vh_kind k, const MPI_Fint *f, int n, MPI_Fint *bu
 void *vh_f2c(enum vh_kind k, MPI_Fint f);
 /* A C handle the program sees as its Fortran handle. */
 MPI_Fint vh_c2f(enum vh_kind k, void *v);
+/* For an object made through the Fortran bindings, which return real
+ * INTEGER handles: keep real_f as v's (Open MPI numbers them itself, for
+ * the way back) and return the handle the program sees; real_f when v is
+ * not virtual. */
+MPI_Fint vh_keep_real_f(enum vh_kind k, void *v, MPI_Fint real_f);
 /* MPI's own conversions for the real handles of each kind. */
 void *vh_real_f2c(enum vh_kind k, MPI_Fint f);
 MPI_Fint vh_real_c2f(enum vh_kind k, void *real);

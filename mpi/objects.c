@@ -10,16 +10,6 @@
 #include "log.h"
 #include "session.h"
 
-static MPI_Fint keep_f(enum vh_kind k, void *v, MPI_Fint real_f)
-{
-	struct vh_entry *e = vh_entry(k, v);
-
-	if (!e)
-		return real_f;
-	e->real_f = real_f;
-	return vh_c2f(k, v);
-}
-
 MPI_Datatype mpi_type_new(MPI_Datatype real, struct rec_builder *b, const char *call)
 {
 	struct mpi_record *rec = rec_make(VH_TYPE, b, 0);
@@ -38,7 +28,7 @@ MPI_Datatype mpi_type_new_ref(MPI_Datatype real, struct rec_builder *b, const ch
 
 MPI_Fint mpi_type_new_f(MPI_Fint real_f, struct rec_builder *b, const char *call)
 {
-	return keep_f(VH_TYPE, mpi_type_new(PMPI_Type_f2c(real_f), b, call), real_f);
+	return vh_keep_real_f(VH_TYPE, mpi_type_new(PMPI_Type_f2c(real_f), b, call), real_f);
 }
 
 MPI_Info mpi_info_new(MPI_Info real, const char *call)
@@ -53,7 +43,7 @@ MPI_Info mpi_info_new(MPI_Info real, const char *call)
 
 MPI_Fint mpi_info_new_f(MPI_Fint real_f, const char *call)
 {
-	return keep_f(VH_INFO, mpi_info_new(PMPI_Info_f2c(real_f), call), real_f);
+	return vh_keep_real_f(VH_INFO, mpi_info_new(PMPI_Info_f2c(real_f), call), real_f);
 }
 
 void *mpi_adopt(enum vh_kind k, void *real, const char *call)
@@ -76,7 +66,7 @@ MPI_Fint mpi_adopt_f(enum vh_kind k, MPI_Fint real_f, const char *call)
 {
 	void *real = vh_real_f2c(k, real_f), *v = mpi_adopt(k, real, call);
 
-	return v == real ? real_f : keep_f(k, v, real_f);
+	return v == real ? real_f : vh_keep_real_f(k, v, real_f);
 }
 
 void mpi_freed(enum vh_kind k, void *v)

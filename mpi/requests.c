@@ -76,16 +76,6 @@ static void release(void *v)
 	vh_release(VH_REQUEST, v);
 }
 
-static MPI_Fint keep_f(void *v, MPI_Fint real_f)
-{
-	struct vh_entry *e = vh_entry(VH_REQUEST, v);
-
-	if (!e)
-		return real_f;
-	e->real_f = real_f;
-	return vh_c2f(VH_REQUEST, v);
-}
-
 MPI_Request mpi_req_new(MPI_Request real, uint32_t kind, MPI_Comm comm, int peer)
 {
 	struct req_info *ri;
@@ -107,7 +97,8 @@ MPI_Request mpi_req_new(MPI_Request real, uint32_t kind, MPI_Comm comm, int peer
 
 MPI_Fint mpi_req_new_f(MPI_Fint real_f, uint32_t kind, MPI_Comm comm, int peer)
 {
-	return keep_f(mpi_req_new(PMPI_Request_f2c(real_f), kind, comm, peer), real_f);
+	return vh_keep_real_f(VH_REQUEST, mpi_req_new(PMPI_Request_f2c(real_f), kind, comm, peer),
+			      real_f);
 }
 
 static MPI_Request recv_new(MPI_Request real, void *buf, int count, MPI_Datatype type, int source,
@@ -152,7 +143,7 @@ MPI_Fint mpi_req_recv_f(MPI_Fint real_f, void *buf, int count, MPI_Fint ftype, i
 		ri->ftype = ftype;
 		ri->fcomm = fcomm;
 	}
-	return keep_f(v, real_f);
+	return vh_keep_real_f(VH_REQUEST, v, real_f);
 }
 
 MPI_Request mpi_req_persistent(MPI_Request real, uint32_t kind, MPI_Comm comm, int peer,
@@ -181,8 +172,9 @@ MPI_Request mpi_req_persistent(MPI_Request real, uint32_t kind, MPI_Comm comm, i
 MPI_Fint mpi_req_persistent_f(MPI_Fint real_f, uint32_t kind, MPI_Comm comm, int peer,
 			      struct rec_builder *b, const char *call)
 {
-	return keep_f(mpi_req_persistent(PMPI_Request_f2c(real_f), kind, comm, peer, b, call),
-		      real_f);
+	return vh_keep_real_f(
+	    VH_REQUEST, mpi_req_persistent(PMPI_Request_f2c(real_f), kind, comm, peer, b, call),
+	    real_f);
 }
 
 /* --- completion ------------------------------------------------------------------- */
