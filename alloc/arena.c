@@ -104,7 +104,7 @@ int arena_init(void)
 
 bool arena_ready(void)
 {
-	return ready();
+	return arena_state_ready();
 }
 
 /* Runs of at least HUGE_RUN pages ask for transparent huge pages over the
@@ -135,10 +135,10 @@ static void *large_alloc(size_t size, size_t align, bool zero)
 	}
 	if (!size) /* memalign(big, 0) */
 		size = 1;
-	lock(r);
+	arena_lock(r);
 	s = arena_alloc_run(r, (size + PAGE - 1) >> PAGE_SHIFT,
 			    align > PAGE ? align >> PAGE_SHIFT : 1, PK_LARGE, &dirty);
-	unlock(r);
+	arena_unlock(r);
 	if (!s) {
 		errno = ENOMEM;
 		return NULL;
@@ -151,7 +151,7 @@ static void *large_alloc(size_t size, size_t align, bool zero)
 
 void *arena_malloc(size_t size)
 {
-	if (unlikely(!ready()) && arena_init()) {
+	if (unlikely(!arena_state_ready()) && arena_init()) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -169,7 +169,7 @@ void *arena_calloc(size_t nmemb, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (unlikely(!ready()) && arena_init()) {
+	if (unlikely(!arena_state_ready()) && arena_init()) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -196,7 +196,7 @@ void *arena_memalign(size_t alignment, size_t size)
 		}
 		alignment = (size_t)1 << (64 - __builtin_clzll(alignment));
 	}
-	if (unlikely(!ready()) && arena_init()) {
+	if (unlikely(!arena_state_ready()) && arena_init()) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -226,7 +226,7 @@ static const char *lookup(struct root *r, const void *p, struct blk *b)
 	b->kind = PK_NONE;
 	if (!arena_contains(p) || pg >= r->top)
 		return "pointer outside the heap";
-	e = peek(pg);
+	e = arena_pent_peek(pg);
 	if (likely(e->kind == PK_SLAB)) {
 		const struct sclass *sc = &r->cls[e->cls];
 
@@ -272,15 +272,15 @@ void arena_free(void *ptr)
 
 	if (!ptr)
 		return;
-	if (!ready()) {
+	if (!arena_state_ready()) {
 		pr_err("free(%p) before the arena exists", ptr);
 		return;
 	}
-	lock(r);
+	arena_lock(r);
 	why = lookup(r, ptr, &b);
 	if (likely(!why))
 		free_locked(r, ptr, &b);
-	unlock(r);
+	arena_unlock(r);
 	if (why)
 		pr_err("free(%p): %s, ignored", ptr, why);
 }
@@ -290,12 +290,12 @@ size_t arena_usable_size(const void *ptr)
 	struct root *r = R;
 	struct blk b;
 
-	if (!ptr || !ready())
+	if (!ptr || !arena_state_ready())
 		return 0;
-	lock(r);
+	arena_lock(r);
 	if (lookup(r, ptr, &b))
 		b.size = 0;
-	unlock(r);
+	arena_unlock(r);
 	return b.size;
 }
 
@@ -316,28 +316,28 @@ void *arena_realloc(void *ptr, size_t size)
 		arena_free(ptr);
 		return NULL;
 	}
-	if (!ready()) {
+	if (!arena_state_ready()) {
 		errno = EINVAL;
 		return NULL;
 	}
-	lock(r);
+	arena_lock(r);
 	why = lookup(r, ptr, &b);
 	if (why) {
-		unlock(r);
+		arena_unlock(r);
 		pr_err("realloc(%p): %s", ptr, why);
 		errno = EINVAL;
 		return NULL;
 	}
 	if (b.kind == PK_SLAB && size <= b.size && (size > b.size / 2 || b.size == 16)) {
-		unlock(r);
+		arena_unlock(r);
 		return ptr;
 	}
 	if (b.kind == PK_LARGE && size > SMALL_MAX && size <= STASIS_ARENA_SIZE &&
 	    arena_large_resize(r, b.pg, b.size >> PAGE_SHIFT, (size + PAGE - 1) >> PAGE_SHIFT)) {
-		unlock(r);
+		arena_unlock(r);
 		return ptr;
 	}
-	unlock(r);
+	arena_unlock(r);
 	q = arena_malloc(size);
 	if (!q)
 		return NULL;
@@ -355,13 +355,13 @@ void *arena_map(size_t length)
 		errno = length ? ENOMEM : EINVAL;
 		return NULL;
 	}
-	if (unlikely(!ready()) && arena_init()) {
+	if (unlikely(!arena_state_ready()) && arena_init()) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	lock(r);
+	arena_lock(r);
 	s = arena_alloc_run(r, n, 1, PK_MAP, &dirty);
-	unlock(r);
+	arena_unlock(r);
 	if (!s) {
 		errno = ENOMEM;
 		return NULL;
@@ -386,10 +386,10 @@ int arena_unmap(void *addr, size_t length)
 	int err = 0;
 
 	if (((uintptr_t)addr & (PAGE - 1)) || !length || !arena_contains(addr) ||
-	    length > STASIS_ARENA_SIZE - ((char *)addr - BASE) || !ready())
+	    length > STASIS_ARENA_SIZE - ((char *)addr - BASE) || !arena_state_ready())
 		return -EINVAL;
 	end = q + ((length + PAGE - 1) >> PAGE_SHIFT);
-	lock(r);
+	arena_lock(r);
 	while (q < end && q < r->top) {
 		uint64_t h = arena_run_head(q), rend, cs, ce;
 
@@ -398,17 +398,17 @@ int arena_unmap(void *addr, size_t length)
 			q++;
 			continue;
 		}
-		rend = h + ent(h)->npages;
-		if (ent(h)->kind != PK_MAP) {
-			if (ent(h)->kind != PK_FREE)
+		rend = h + arena_pent(h)->npages;
+		if (arena_pent(h)->kind != PK_MAP) {
+			if (arena_pent(h)->kind != PK_FREE)
 				err = -EINVAL;
 			q = rend;
 			continue;
 		}
 		cs = q > h ? q : h;
 		ce = end < rend ? end : rend;
-		*ent(h) = PENT_ZERO;
-		*ent(rend - 1) = PENT_ZERO;
+		*arena_pent(h) = PENT_ZERO;
+		*arena_pent(rend - 1) = PENT_ZERO;
 		if (h < cs)
 			arena_set_run(h, cs - h, PK_MAP, 0);
 		if (ce < rend)
@@ -418,7 +418,7 @@ int arena_unmap(void *addr, size_t length)
 		arena_free_run(r, cs, ce - cs, false);
 		q = ce;
 	}
-	unlock(r);
+	arena_unlock(r);
 	if (err)
 		pr_err("munmap(%p, %zu) of pages that are not an mmap()ed region", addr, length);
 	return err;
@@ -431,23 +431,23 @@ int arena_remap(void *addr, size_t length)
 	int err = 0;
 
 	if (((uintptr_t)addr & (PAGE - 1)) || !length || !arena_contains(addr) ||
-	    length > STASIS_ARENA_SIZE - ((char *)addr - BASE) || !ready())
+	    length > STASIS_ARENA_SIZE - ((char *)addr - BASE) || !arena_state_ready())
 		return -EINVAL;
 	end = q + ((length + PAGE - 1) >> PAGE_SHIFT);
-	lock(r);
+	arena_lock(r);
 	while (!err && q < end) {
 		uint64_t h = q < r->top ? arena_run_head(q) : 0;
 
-		if (!h || ent(h)->kind != PK_MAP)
+		if (!h || arena_pent(h)->kind != PK_MAP)
 			err = -EINVAL;
 		else
-			q = h + ent(h)->npages;
+			q = h + arena_pent(h)->npages;
 	}
 	if (!err) {
 		mprotect(page_addr(first), (end - first) << PAGE_SHIFT, PROT_READ | PROT_WRITE);
 		arena_discard(first, end - first);
 	}
-	unlock(r);
+	arena_unlock(r);
 	return err;
 }
 
@@ -456,12 +456,12 @@ int arena_zero(void *addr, size_t length)
 	uint64_t first = (uint64_t)((char *)addr - BASE) >> PAGE_SHIFT;
 	uint64_t n = (length + PAGE - 1) >> PAGE_SHIFT;
 
-	if (((uintptr_t)addr & (PAGE - 1)) || !length || !arena_contains(addr) || !ready() ||
-	    ((first + n) << PAGE_SHIFT) > arena_committed())
+	if (((uintptr_t)addr & (PAGE - 1)) || !length || !arena_contains(addr) ||
+	    !arena_state_ready() || ((first + n) << PAGE_SHIFT) > arena_committed())
 		return -EINVAL;
-	lock(R);
+	arena_lock(R);
 	arena_discard(first, n);
-	unlock(R);
+	arena_unlock(R);
 	return 0;
 }
 
@@ -469,11 +469,11 @@ size_t arena_committed(void)
 {
 	size_t c;
 
-	if (!ready())
+	if (!arena_state_ready())
 		return 0;
-	lock(R);
+	arena_lock(R);
 	c = R->committed;
-	unlock(R);
+	arena_unlock(R);
 	return c;
 }
 
@@ -483,11 +483,11 @@ int arena_commit_to(size_t length)
 
 	if (length > STASIS_ARENA_SIZE)
 		return -EINVAL;
-	if (!ready() && (err = arena_init()))
+	if (!arena_state_ready() && (err = arena_init()))
 		return err;
-	lock(R);
+	arena_lock(R);
 	err = arena_commit(R, (length + PAGE - 1) >> PAGE_SHIFT);
-	unlock(R);
+	arena_unlock(R);
 	return err;
 }
 
@@ -498,10 +498,10 @@ int arena_prepare_restore(size_t length)
 
 	if (err)
 		return err;
-	lock(R);
+	arena_lock(R);
 	if (R->committed > len)
 		arena_discard(len >> PAGE_SHIFT, (R->committed - len) >> PAGE_SHIFT);
-	unlock(R);
+	arena_unlock(R);
 	return 0;
 }
 
@@ -509,7 +509,7 @@ int arena_finish_restore(void)
 {
 	struct root *r = R;
 
-	if (!ready() || r->magic != ARENA_MAGIC || r->committed > STASIS_ARENA_SIZE ||
+	if (!arena_state_ready() || r->magic != ARENA_MAGIC || r->committed > STASIS_ARENA_SIZE ||
 	    r->top > NPAGES || ((uint64_t)r->top << PAGE_SHIFT) > r->committed) {
 		pr_err("the restored arena has no valid root structure");
 		return -EINVAL;

@@ -18,7 +18,7 @@ static bool is_leaf(struct root *r, uint64_t q)
 
 static const char *check_slab(struct root *r, uint64_t q, struct arena_stats *st)
 {
-	const struct pent *e = ent(q);
+	const struct pent *e = arena_pent(q);
 	const struct sclass *sc = &r->cls[e->cls < NCLASSES ? e->cls : 0];
 	struct slab *sl = (struct slab *)(page_addr(q) + sc->hdr_off);
 	uint32_t live = 0, nfree = 0;
@@ -26,7 +26,7 @@ static const char *check_slab(struct root *r, uint64_t q, struct arena_stats *st
 	if (e->cls >= NCLASSES || e->npages != sc->pages)
 		return "slab head entry";
 	for (uint32_t i = 0; i < sc->pages; i++) {
-		const struct pent *x = ent(q + i);
+		const struct pent *x = arena_pent(q + i);
 
 		if (x->kind != PK_SLAB || x->cls != e->cls || x->npages != sc->pages ||
 		    x->next != i || x->flags != (i ? 0 : PF_HEAD))
@@ -67,16 +67,16 @@ int arena_check(struct arena_stats *out)
 	const char *bad = NULL;
 	uint64_t q = ROOT_PAGES, nruns = 0, npartial = 0, nbinned = 0, kept = 0;
 
-	if (!ready())
+	if (!arena_state_ready())
 		return -EINVAL;
-	lock(r);
+	arena_lock(r);
 	if (r->magic != ARENA_MAGIC || ((uint64_t)r->top << PAGE_SHIFT) > r->committed ||
 	    r->keep < RELEASE_PAGES || r->keep > KEEP_MAX + 1 || r->kept > KEEP_BUDGET)
 		bad = "root";
 	else if (r->dirty_end > r->top && r->dirty_end - r->top >= 2 * (uint64_t)r->keep)
 		bad = "dirty bump space beyond twice the threshold";
 	while (!bad && q < r->top) {
-		const struct pent *e = peek(q), *t;
+		const struct pent *e = arena_pent_peek(q), *t;
 		uint64_t n = e->npages;
 
 		if (!e->kind && is_leaf(r, q)) {
@@ -94,15 +94,15 @@ int arena_check(struct arena_stats *out)
 			q += n;
 			continue;
 		}
-		t = ent(q + n - 1);
+		t = arena_pent(q + n - 1);
 		if (n > 1 && (t->kind != e->kind || t->npages != n ||
 			      t->flags != ((e->flags & ~PF_HEAD) | PF_TAIL)))
 			bad = "run tail entry";
 		for (uint64_t i = 1; !bad && i + 1 < n; i++)
-			if (ent(q + i)->kind)
+			if (arena_pent(q + i)->kind)
 				bad = "non-zero interior entry";
 		if (e->kind == PK_FREE) {
-			if (peek(q - 1)->kind == PK_FREE || q + n == r->top)
+			if (arena_pent_peek(q - 1)->kind == PK_FREE || q + n == r->top)
 				bad = "free run not coalesced";
 			if ((e->flags & PF_DIRTY) && n >= r->keep)
 				bad = "dirty free run not shorter than the threshold";
@@ -124,8 +124,8 @@ int arena_check(struct arena_stats *out)
 
 		if (!!r->bins[b] != !!(r->binmap[b / 64] & (1ULL << (b % 64))))
 			bad = "bin bitmap";
-		for (uint32_t s = r->bins[b]; !bad && s; prev = s, s = ent(s)->next) {
-			const struct pent *e = ent(s);
+		for (uint32_t s = r->bins[b]; !bad && s; prev = s, s = arena_pent(s)->next) {
+			const struct pent *e = arena_pent(s);
 
 			if (s >= r->top || e->kind != PK_FREE || !(e->flags & PF_HEAD) ||
 			    bin_of(e->npages) != b || e->prev != prev || ++nbinned > nruns)
@@ -147,7 +147,7 @@ int arena_check(struct arena_stats *out)
 		bad = "slab with free blocks missing from its partial list";
 	st.heap_bytes = (size_t)r->top << PAGE_SHIFT;
 	st.committed = r->committed;
-	unlock(r);
+	arena_unlock(r);
 	if (bad) {
 		pr_err("check: %s (page %llu)", bad, (unsigned long long)q);
 		return -EUCLEAN;

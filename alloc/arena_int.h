@@ -130,7 +130,8 @@ static inline char *page_addr(uint64_t pg)
 	return BASE + (pg << PAGE_SHIFT);
 }
 
-static inline struct pent *ent(uint64_t pg)
+/* The page-map entry of page pg, whose leaf exists. */
+static inline struct pent *arena_pent(uint64_t pg)
 {
 	return &R->dir[pg >> REG_SHIFT][pg & (REG_PAGES - 1)];
 }
@@ -138,19 +139,20 @@ static inline struct pent *ent(uint64_t pg)
 /* The entry of a page that may be allocator metadata: a leaf can lie in a
  * region that has no leaf of its own yet (it was carved just before the
  * run that needed it, and that run failed). Such pages read as zero. */
-static inline const struct pent *peek(uint64_t pg)
+static inline const struct pent *arena_pent_peek(uint64_t pg)
 {
 	const struct pent *leaf = R->dir[pg >> REG_SHIFT];
 
 	return likely(leaf) ? &leaf[pg & (REG_PAGES - 1)] : &PENT_ZERO;
 }
 
-static inline bool ready(void)
+/* arena_ready() (arena.h) for the arena's own files, inline. */
+static inline bool arena_state_ready(void)
 {
 	return likely(atomic_load_explicit(&arena_state, memory_order_acquire) == 2);
 }
 
-static inline void lock(struct root *r)
+static inline void arena_lock(struct root *r)
 {
 	unsigned spins = 0;
 
@@ -166,7 +168,7 @@ static inline void lock(struct root *r)
 	}
 }
 
-static inline void unlock(struct root *r)
+static inline void arena_unlock(struct root *r)
 {
 	atomic_store_explicit(&r->lock, 0, memory_order_release);
 }

@@ -15,30 +15,30 @@ static uint64_t kept_pages(const struct pent *e)
 
 static void bin_insert(struct root *r, uint32_t s)
 {
-	struct pent *e = ent(s);
+	struct pent *e = arena_pent(s);
 	unsigned b = bin_of(e->npages);
 
 	r->kept += kept_pages(e);
 	e->next = r->bins[b];
 	e->prev = 0;
 	if (e->next)
-		ent(e->next)->prev = s;
+		arena_pent(e->next)->prev = s;
 	r->bins[b] = s;
 	r->binmap[b / 64] |= 1ULL << (b % 64);
 }
 
 static void bin_remove(struct root *r, uint32_t s)
 {
-	struct pent *e = ent(s);
+	struct pent *e = arena_pent(s);
 	unsigned b = bin_of(e->npages);
 
 	r->kept -= kept_pages(e);
 	if (e->prev)
-		ent(e->prev)->next = e->next;
+		arena_pent(e->prev)->next = e->next;
 	else
 		r->bins[b] = e->next;
 	if (e->next)
-		ent(e->next)->prev = e->prev;
+		arena_pent(e->next)->prev = e->prev;
 	if (!r->bins[b])
 		r->binmap[b / 64] &= ~(1ULL << (b % 64));
 }
@@ -53,8 +53,8 @@ static uint32_t bin_find(struct root *r, uint64_t need)
 	if (need > NPAGES)
 		return 0;
 	b = bin_of(need);
-	for (uint32_t s = r->bins[b]; s && budget--; s = ent(s)->next)
-		if (ent(s)->npages >= need)
+	for (uint32_t s = r->bins[b]; s && budget--; s = arena_pent(s)->next)
+		if (arena_pent(s)->npages >= need)
 			return s;
 	for (unsigned w = (b + 1) / 64; w < NBINS / 64; w++) {
 		uint64_t m = r->binmap[w];
@@ -69,9 +69,9 @@ static uint32_t bin_find(struct root *r, uint64_t need)
 
 void arena_set_run(uint64_t s, uint64_t n, uint8_t kind, uint8_t flags)
 {
-	*ent(s) = (struct pent){.kind = kind, .flags = PF_HEAD | flags, .npages = n};
+	*arena_pent(s) = (struct pent){.kind = kind, .flags = PF_HEAD | flags, .npages = n};
 	if (n > 1)
-		*ent(s + n - 1) =
+		*arena_pent(s + n - 1) =
 		    (struct pent){.kind = kind, .flags = PF_TAIL | flags, .npages = n};
 }
 
@@ -109,33 +109,33 @@ void arena_free_run(struct root *r, uint64_t s, uint64_t n, bool dirty)
 	int npieces = 0;
 	const struct pent *pe;
 
-	*ent(s) = PENT_ZERO;
-	*ent(s + n - 1) = PENT_ZERO;
+	*arena_pent(s) = PENT_ZERO;
+	*arena_pent(s + n - 1) = PENT_ZERO;
 	if (dirty)
 		piece[npieces].s = s, piece[npieces++].n = n;
-	pe = peek(s - 1);
+	pe = arena_pent_peek(s - 1);
 	if (pe->kind == PK_FREE) {
 		uint64_t ps = s - pe->npages;
-		struct pent *ph = ent(ps);
+		struct pent *ph = arena_pent(ps);
 
 		if (ph->flags & PF_DIRTY)
 			piece[npieces].s = ps, piece[npieces++].n = ph->npages;
 		n += ph->npages;
 		bin_remove(r, ps);
-		*ent(s - 1) = PENT_ZERO;
+		*arena_pent(s - 1) = PENT_ZERO;
 		*ph = PENT_ZERO;
 		s = ps;
 	}
 	if (s + n != r->top) {
-		pe = peek(s + n);
+		pe = arena_pent_peek(s + n);
 		if (pe->kind == PK_FREE) {
 			uint64_t ns = s + n, nn = pe->npages;
 
 			if (pe->flags & PF_DIRTY)
 				piece[npieces].s = ns, piece[npieces++].n = nn;
 			bin_remove(r, ns);
-			*ent(ns + nn - 1) = PENT_ZERO;
-			*ent(ns) = PENT_ZERO;
+			*arena_pent(ns + nn - 1) = PENT_ZERO;
+			*arena_pent(ns) = PENT_ZERO;
 			n += nn;
 		}
 	}
@@ -206,12 +206,12 @@ uint64_t arena_alloc_run(struct root *r, uint64_t n, uint64_t align, uint8_t kin
 	uint64_t s = bin_find(r, n + align - 1);
 
 	if (s) {
-		struct pent *h = ent(s);
+		struct pent *h = arena_pent(s);
 		uint64_t len = h->npages, as = (s + align - 1) & ~(align - 1);
 		bool d = h->flags & PF_DIRTY;
 
 		bin_remove(r, s);
-		*ent(s + len - 1) = PENT_ZERO;
+		*arena_pent(s + len - 1) = PENT_ZERO;
 		*h = PENT_ZERO;
 		if (as > s)
 			put_free(r, s, as - s, d);
@@ -250,20 +250,20 @@ bool arena_large_resize(struct root *r, uint64_t s, uint64_t n, uint64_t m)
 			return false;
 		r->top = s + m;
 	} else {
-		ne = peek(s + n);
+		ne = arena_pent_peek(s + n);
 		if (ne->kind != PK_FREE || n + ne->npages < m)
 			return false;
 		uint64_t len = ne->npages;
 		bool d = ne->flags & PF_DIRTY;
 
 		bin_remove(r, s + n);
-		*ent(s + n + len - 1) = PENT_ZERO;
-		*ent(s + n) = PENT_ZERO;
+		*arena_pent(s + n + len - 1) = PENT_ZERO;
+		*arena_pent(s + n) = PENT_ZERO;
 		if (n + len > m)
 			put_free(r, s + m, n + len - m, d);
 	}
 	if (n > 1)
-		*ent(s + n - 1) = PENT_ZERO;
+		*arena_pent(s + n - 1) = PENT_ZERO;
 	arena_set_run(s, m, PK_LARGE, 0);
 	return true;
 }
@@ -271,14 +271,14 @@ bool arena_large_resize(struct root *r, uint64_t s, uint64_t n, uint64_t m)
 /* The first page of the run holding page q, or 0 for allocator metadata. */
 uint64_t arena_run_head(uint64_t q)
 {
-	const struct pent *e = peek(q);
+	const struct pent *e = arena_pent_peek(q);
 
 	if (e->kind == PK_SLAB)
 		return q - e->next;
 	if (e->kind)
 		return (e->flags & PF_HEAD) ? q : q - e->npages + 1;
 	while (--q >= ROOT_PAGES) {
-		e = peek(q);
+		e = arena_pent_peek(q);
 		if (e->kind)
 			return e->kind != PK_SLAB && (e->flags & PF_HEAD) ? q : 0;
 	}

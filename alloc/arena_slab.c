@@ -51,11 +51,11 @@ static struct slab *new_slab(struct root *r, unsigned c)
 	if (!s)
 		return NULL;
 	for (uint32_t i = 0; i < sc->pages; i++)
-		*ent(s + i) = (struct pent){.kind = PK_SLAB,
-					    .flags = i ? 0 : PF_HEAD,
-					    .cls = c,
-					    .npages = sc->pages,
-					    .next = i};
+		*arena_pent(s + i) = (struct pent){.kind = PK_SLAB,
+						   .flags = i ? 0 : PF_HEAD,
+						   .cls = c,
+						   .npages = sc->pages,
+						   .next = i};
 	sl = (struct slab *)(page_addr(s) + sc->hdr_off);
 	memset(sl, 0, sc->pages * PAGE - sc->hdr_off);
 	sl->start = page_addr(s);
@@ -85,7 +85,7 @@ static void release_slab(struct root *r, struct slab *sl)
 
 	partial_remove(r, sl);
 	for (uint64_t i = 0; i < n; i++)
-		*ent(s + i) = PENT_ZERO;
+		*arena_pent(s + i) = PENT_ZERO;
 	arena_free_run(r, s, n, true);
 }
 
@@ -96,10 +96,10 @@ void *arena_small_alloc(unsigned c)
 	uint32_t idx;
 	void *p;
 
-	lock(r);
+	arena_lock(r);
 	sl = r->partial[c];
 	if (unlikely(!sl) && !(sl = new_slab(r, c))) {
-		unlock(r);
+		arena_unlock(r);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -118,7 +118,7 @@ void *arena_small_alloc(unsigned c)
 			sl->next->prev = NULL;
 		sl->next = NULL;
 	}
-	unlock(r);
+	arena_unlock(r);
 	return p;
 }
 

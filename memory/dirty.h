@@ -100,6 +100,46 @@ struct dirty_backend {
 extern const struct dirty_backend dirty_mprotect_backend;
 extern const struct dirty_backend dirty_uffd_backend;
 
+/* For the backends: the part of the i-th tracked range [start, end) that
+ * lies in the span asked for, [a, b). */
+struct range_part {
+	size_t i;
+	uintptr_t start, end;
+	uintptr_t a, b;
+};
+
+/* Call fn for each range i < n that bounds() finds in use and that meets
+ * [lo, hi). Every part is visited whatever fn returns (one failure must
+ * not leave the rest as it was); the result is fn's first nonzero one,
+ * and *failed (if not NULL) its part, for the one line the backends log.
+ * Inline, so that bounds() and fn are too: prepare_write runs at every
+ * receive. */
+static inline int range_set_for_each(size_t n,
+				     bool (*bounds)(size_t i, uintptr_t *start, uintptr_t *end),
+				     uintptr_t lo, uintptr_t hi,
+				     int (*fn)(const struct range_part *p, void *arg), void *arg,
+				     struct range_part *failed)
+{
+	struct range_part p;
+	int ret = 0, r;
+
+	for (p.i = 0; p.i < n; p.i++) {
+		if (!bounds(p.i, &p.start, &p.end))
+			continue;
+		p.a = p.start > lo ? p.start : lo;
+		p.b = p.end < hi ? p.end : hi;
+		if (p.a >= p.b)
+			continue;
+		r = fn(&p, arg);
+		if (r && !ret) {
+			ret = r;
+			if (failed)
+				*failed = p;
+		}
+	}
+	return ret;
+}
+
 /* Kernel features, probed once per process (CRIU's kerndat idea) by the
  * first dirty_kerndat() call; later calls return the same struct. */
 struct dirty_kerndat {

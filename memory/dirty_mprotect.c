@@ -21,9 +21,7 @@
  * take no lock), so calling them from the handler is safe in practice
  * although POSIX does not list mprotect(). */
 #ifndef _GNU_SOURCE
-#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
-#endif
 #endif
 #define LOG_PREFIX "dirty: "
 
@@ -613,30 +611,40 @@ static void log_counters(void)
 	}
 }
 
+/* The tracked ranges, for range_set_for_each (under lock). */
+static bool slot_bounds(size_t i, uintptr_t *start, uintptr_t *end)
+{
+	if (!slots[i].in_use)
+		return false;
+	*start = atomic_load(&slots[i].start);
+	*end = atomic_load(&slots[i].end);
+	return true;
+}
+
+struct collect_arg {
+	uintptr_t addr;
+	uint64_t *bitmap;
+};
+
+static int collect_part(const struct range_part *p, void *arg)
+{
+	const struct collect_arg *c = arg;
+
+	return collect_slot(&slots[p->i], c->addr, p->a, p->b, c->bitmap);
+}
+
 static int mp_collect(uintptr_t addr, size_t len, uint64_t *bitmap)
 {
-	uintptr_t end = addr + len, start, send, a, b;
-	int ret = 0, r;
-	size_t i;
+	struct collect_arg c = {addr, bitmap};
+	int ret;
 
 	pthread_mutex_lock(&lock);
 	if (!atomic_load(&active) || !aligned(addr, len)) {
 		ret = -EINVAL;
 		goto out;
 	}
-	for (i = 0; i < MP_MAX_RANGES; i++) {
-		if (!slots[i].in_use)
-			continue;
-		start = atomic_load(&slots[i].start);
-		send = atomic_load(&slots[i].end);
-		a = start > addr ? start : addr;
-		b = send < end ? send : end;
-		if (a >= b)
-			continue;
-		r = collect_slot(&slots[i], addr, a, b, bitmap);
-		if (r && !ret)
-			ret = r;
-	}
+	ret = range_set_for_each(MP_MAX_RANGES, slot_bounds, addr, addr + len, collect_part, &c,
+				 NULL);
 	log_counters();
 out:
 	pthread_mutex_unlock(&lock);
@@ -653,47 +661,42 @@ static void clear_pages(_Atomic uint64_t *bm, size_t first, size_t n)
  * collect() never protects it again (the caller does not collect it).
  * protect(): bits cleared BEFORE the pages are protected (the invariant at
  * the top); a part that cannot be protected keeps its bits set instead. */
+static int protect_part(const struct range_part *p, void *arg)
+{
+	_Atomic uint64_t *bm = atomic_load(&slots[p->i].bitmap);
+	size_t first = (p->a - p->start) / page, n = (p->b - p->a) / page;
+	int r;
+
+	if (*(const bool *)arg) {
+		clear_pages(bm, first, n);
+		r = reprotect(p->start, p->end, p->a, p->b);
+		if (r)
+			mark_pages(bm, first, n);
+	} else {
+		r = mprotect((void *)p->a, p->b - p->a, PROT_READ | PROT_WRITE) ? -errno : 0;
+		if (!r)
+			clear_pages(bm, first, n);
+	}
+	return r;
+}
+
 static int mp_set_protected(uintptr_t addr, size_t len, bool protect)
 {
-	uintptr_t end = addr + len, start, send, a, b;
-	_Atomic uint64_t *bm;
-	int ret = 0, r;
-	size_t i;
+	struct range_part failed = {0};
+	int ret;
 
 	pthread_mutex_lock(&lock);
 	if (!atomic_load(&active) || !aligned(addr, len)) {
 		ret = -EINVAL;
 		goto out;
 	}
-	for (i = 0; i < MP_MAX_RANGES; i++) {
-		if (!slots[i].in_use)
-			continue;
-		start = atomic_load(&slots[i].start);
-		send = atomic_load(&slots[i].end);
-		a = start > addr ? start : addr;
-		b = send < end ? send : end;
-		if (a >= b)
-			continue;
-		bm = atomic_load(&slots[i].bitmap);
-		if (protect) {
-			clear_pages(bm, (a - start) / page, (b - a) / page);
-			r = reprotect(start, send, a, b);
-			if (r)
-				mark_pages(bm, (a - start) / page, (b - a) / page);
-		} else {
-			r = mprotect((void *)a, b - a, PROT_READ | PROT_WRITE) ? -errno : 0;
-			if (!r)
-				clear_pages(bm, (a - start) / page, (b - a) / page);
-		}
-		/* ENOMEM (vm.max_map_count): the caller copes, quietly. */
-		if (r && !ret && r != -ENOMEM) {
-			errno = -r;
-			pr_perror("mprotect(%s) %#lx-%#lx",
-				  protect ? "PROT_READ" : "PROT_READ|PROT_WRITE", (unsigned long)a,
-				  (unsigned long)b);
-		}
-		if (r && !ret)
-			ret = r;
+	ret = range_set_for_each(MP_MAX_RANGES, slot_bounds, addr, addr + len, protect_part,
+				 &protect, &failed);
+	/* ENOMEM (vm.max_map_count): the caller copes, quietly. */
+	if (ret && ret != -ENOMEM) {
+		errno = -ret;
+		pr_perror("mprotect(%s) %#lx-%#lx", protect ? "PROT_READ" : "PROT_READ|PROT_WRITE",
+			  (unsigned long)failed.a, (unsigned long)failed.b);
 	}
 out:
 	pthread_mutex_unlock(&lock);
@@ -720,41 +723,36 @@ static bool all_marked(_Atomic uint64_t *bm, size_t first, size_t n)
 	return true;
 }
 
+static int prepare_part(const struct range_part *p, void *arg)
+{
+	_Atomic uint64_t *bm = atomic_load(&slots[p->i].bitmap);
+	int r;
+
+	(void)arg;
+	/* Marked pages are writable already (the invariant): receives into
+	 * the same buffer cost no system call after the first. */
+	if (all_marked(bm, (p->a - p->start) / page, (p->b - p->a) / page))
+		return 0;
+	r = unprotect_block(bm, p->start, p->end, p->a, p->b);
+	if (r > 0)
+		atomic_fetch_add(&coarse_unprotects, 1);
+	return r < 0 ? r : 0;
+}
+
 static int mp_prepare_write(const void *p, size_t len)
 {
-	uintptr_t lo, hi, start, end, a, b;
-	_Atomic uint64_t *bm;
-	int ret = 0, r;
-	size_t i;
+	struct range_part failed = {0};
+	int ret;
 
 	if (!len || !atomic_load(&active))
 		return 0;
-	lo = align_down((uintptr_t)p, page);
-	hi = align_up((uintptr_t)p + len, page);
 	pthread_mutex_lock(&lock);
-	for (i = 0; i < MP_MAX_RANGES; i++) {
-		if (!slots[i].in_use)
-			continue;
-		start = atomic_load(&slots[i].start);
-		end = atomic_load(&slots[i].end);
-		a = start > lo ? start : lo;
-		b = end < hi ? end : hi;
-		if (a >= b)
-			continue;
-		bm = atomic_load(&slots[i].bitmap);
-		/* Marked pages are writable already (the invariant): receives
-		 * into the same buffer cost no system call after the first. */
-		if (all_marked(bm, (a - start) / page, (b - a) / page))
-			continue;
-		r = unprotect_block(bm, start, end, a, b);
-		if (r > 0)
-			atomic_fetch_add(&coarse_unprotects, 1);
-		if (r < 0 && !ret) {
-			ret = r;
-			errno = -r;
-			pr_perror("mprotect(PROT_READ|PROT_WRITE) %#lx-%#lx", (unsigned long)a,
-				  (unsigned long)b);
-		}
+	ret = range_set_for_each(MP_MAX_RANGES, slot_bounds, align_down((uintptr_t)p, page),
+				 align_up((uintptr_t)p + len, page), prepare_part, NULL, &failed);
+	if (ret) {
+		errno = -ret;
+		pr_perror("mprotect(PROT_READ|PROT_WRITE) %#lx-%#lx", (unsigned long)failed.a,
+			  (unsigned long)failed.b);
 	}
 	pthread_mutex_unlock(&lock);
 	return ret;

@@ -408,56 +408,65 @@ static int scan(uintptr_t start, uintptr_t end, uintptr_t base, uint64_t *bitmap
 	}
 }
 
+/* The registered ranges, for range_set_for_each (under st.lock). */
+static bool range_bounds(size_t i, uintptr_t *start, uintptr_t *end)
+{
+	*start = st.ranges[i].start;
+	*end = st.ranges[i].end;
+	return true;
+}
+
+struct collect_arg {
+	uintptr_t addr;
+	uint64_t *bitmap;
+};
+
+static int scan_part(const struct range_part *p, void *arg)
+{
+	const struct collect_arg *c = arg;
+
+	return scan(p->a, p->b, c->addr, c->bitmap);
+}
+
 static int uffd_collect(uintptr_t addr, size_t len, uint64_t *bitmap)
 {
-	uintptr_t end = addr + len, s, e;
-	int ret = 0, r;
-	size_t i;
+	struct collect_arg c = {addr, bitmap};
+	int ret;
 
 	pthread_mutex_lock(&st.lock);
 	if (!st.active || !aligned(addr, len)) {
 		ret = -EINVAL;
 		goto out;
 	}
-	for (i = 0; i < st.nranges; i++) {
-		s = st.ranges[i].start > addr ? st.ranges[i].start : addr;
-		e = st.ranges[i].end < end ? st.ranges[i].end : end;
-		if (s >= e)
-			continue;
-		r = scan(s, e, addr, bitmap);
-		if (r && !ret)
-			ret = r;
-	}
+	ret = range_set_for_each(st.nranges, range_bounds, addr, addr + len, scan_part, &c, NULL);
 out:
 	pthread_mutex_unlock(&st.lock);
 	return ret;
+}
+
+static int wp_part(const struct range_part *p, void *arg)
+{
+	return wp_range(p->a, p->b, *(const bool *)arg);
 }
 
 /* Set or clear the write-protect bits of the registered parts of
  * [addr, addr + len); the registration stays as it is. */
 static int uffd_set_protected(uintptr_t addr, size_t len, bool protect)
 {
-	uintptr_t end = addr + len, s, e;
-	int ret = 0, r;
-	size_t i;
+	struct range_part failed = {0};
+	int ret;
 
 	pthread_mutex_lock(&st.lock);
 	if (!st.active || !aligned(addr, len)) {
 		ret = -EINVAL;
 		goto out;
 	}
-	for (i = 0; i < st.nranges; i++) {
-		s = st.ranges[i].start > addr ? st.ranges[i].start : addr;
-		e = st.ranges[i].end < end ? st.ranges[i].end : end;
-		if (s >= e)
-			continue;
-		r = wp_range(s, e, protect);
-		if (r && !ret) {
-			ret = r;
-			errno = -r;
-			pr_perror("UFFDIO_WRITEPROTECT(%d) %#lx-%#lx", protect, (unsigned long)s,
-				  (unsigned long)e);
-		}
+	ret = range_set_for_each(st.nranges, range_bounds, addr, addr + len, wp_part, &protect,
+				 &failed);
+	if (ret) {
+		errno = -ret;
+		pr_perror("UFFDIO_WRITEPROTECT(%d) %#lx-%#lx", protect, (unsigned long)failed.a,
+			  (unsigned long)failed.b);
 	}
 out:
 	pthread_mutex_unlock(&st.lock);

@@ -76,14 +76,14 @@ static struct mpi_record *record(enum vh_kind k, int which, bool fortran, void *
 	struct rec_builder rb = {0};
 
 	if (k != VH_OP)
-		rb_int(&rb, which);
-	rb_int(&rb, fortran);
-	rb_u64(&rb, (uintptr_t)a);
+		recbuf_int(&rb, which);
+	recbuf_int(&rb, fortran);
+	recbuf_u64(&rb, (uintptr_t)a);
 	if (k == VH_OP)
-		rb_int(&rb, commute);
+		recbuf_int(&rb, commute);
 	if (k == VH_KEYVAL) {
-		rb_u64(&rb, (uintptr_t)b);
-		rb_u64(&rb, (uintptr_t)c);
+		recbuf_u64(&rb, (uintptr_t)b);
+		recbuf_u64(&rb, (uintptr_t)c);
 	}
 	return rec_make(k, &rb, fortran ? REC_FORTRAN : 0);
 }
@@ -490,17 +490,18 @@ static const char *const keyval_fortran[] = {"mpi_comm_create_keyval_",
 
 int callbacks_replay(struct mpi_record *rec, void **real)
 {
-	struct rec_reader r = rr_open(rec->data, rec->len);
-	int which = rec->kind == VH_OP ? 0 : rr_int(&r), fortran = rr_int(&r), commute = 0;
-	void *fn = (void *)(uintptr_t)rr_u64(&r), *b = NULL, *c = NULL;
+	struct rec_reader r = recread_open(rec->data, rec->len);
+	int which = rec->kind == VH_OP ? 0 : recread_int(&r), fortran = recread_int(&r),
+	    commute = 0;
+	void *fn = (void *)(uintptr_t)recread_u64(&r), *b = NULL, *c = NULL;
 	MPI_Fint out = 0, ierr = MPI_SUCCESS;
 	int ret = 0, iout;
 
 	if (rec->kind == VH_OP)
-		commute = rr_int(&r);
+		commute = recread_int(&r);
 	if (rec->kind == VH_KEYVAL) {
-		b = (void *)(uintptr_t)rr_u64(&r);
-		c = (void *)(uintptr_t)rr_u64(&r);
+		b = (void *)(uintptr_t)recread_u64(&r);
+		c = (void *)(uintptr_t)recread_u64(&r);
 	}
 	if (r.bad || which < 0 || which > 2)
 		return -EBADMSG;
@@ -553,8 +554,8 @@ int callbacks_replay(struct mpi_record *rec, void **real)
 
 enum keyval_which callbacks_keyval_which(const struct mpi_record *rec)
 {
-	struct rec_reader r = rr_open(rec->data, rec->len);
-	int which = rr_int(&r);
+	struct rec_reader r = recread_open(rec->data, rec->len);
+	int which = recread_int(&r);
 
 	return r.bad ? KEYVAL_WIN : (enum keyval_which)which;
 }

@@ -47,7 +47,7 @@ static int describe_group(struct rec_builder *b, MPI_Group g)
 	for (int i = 0; i < n; i++)
 		if (world[i] == MPI_UNDEFINED)
 			ret = -EXDEV;
-	rb_ints(b, world, n);
+	recbuf_ints(b, world, n);
 out:
 	free(ranks);
 	free(world);
@@ -60,7 +60,7 @@ static int describe_topology(struct rec_builder *b, MPI_Comm c)
 
 	if (PMPI_Topo_test(c, &topo) != MPI_SUCCESS)
 		return -EINVAL;
-	rb_int(b, topo);
+	recbuf_int(b, topo);
 	switch (topo) {
 	case MPI_CART:
 		PMPI_Cartdim_get(c, &n);
@@ -68,8 +68,8 @@ static int describe_topology(struct rec_builder *b, MPI_Comm c)
 		x = malloc(sizeof(int) * (n + 1));
 		y = malloc(sizeof(int) * (n + 1));
 		if (a && x && y && PMPI_Cart_get(c, n, a, x, y) == MPI_SUCCESS) {
-			rb_ints(b, a, n);
-			rb_ints(b, x, n);
+			recbuf_ints(b, a, n);
+			recbuf_ints(b, x, n);
 			ret = 0;
 		}
 		break;
@@ -78,8 +78,8 @@ static int describe_topology(struct rec_builder *b, MPI_Comm c)
 		a = malloc(sizeof(int) * (n + 1));
 		x = malloc(sizeof(int) * (m + 1));
 		if (a && x && PMPI_Graph_get(c, n, m, a, x) == MPI_SUCCESS) {
-			rb_ints(b, a, n);
-			rb_ints(b, x, m);
+			recbuf_ints(b, a, n);
+			recbuf_ints(b, x, m);
 			ret = 0;
 		}
 		break;
@@ -92,11 +92,11 @@ static int describe_topology(struct rec_builder *b, MPI_Comm c)
 		if (a && x && y && z &&
 		    PMPI_Dist_graph_neighbors(c, n, a, w ? x : MPI_UNWEIGHTED, m, y,
 					      w ? z : MPI_UNWEIGHTED) == MPI_SUCCESS) {
-			rb_int(b, w);
-			rb_ints(b, a, n);
-			rb_ints(b, x, n);
-			rb_ints(b, y, m);
-			rb_ints(b, z, m);
+			recbuf_int(b, w);
+			recbuf_ints(b, a, n);
+			recbuf_ints(b, x, n);
+			recbuf_ints(b, y, m);
+			recbuf_ints(b, z, m);
 			ret = 0;
 		}
 		break;
@@ -117,8 +117,8 @@ static int describe_comm(struct rec_builder *b, MPI_Comm c, int split_type, uint
 
 	if (PMPI_Comm_test_inter(c, &inter) != MPI_SUCCESS || PMPI_Comm_size(c, &size))
 		return -EINVAL;
-	rb_int(b, inter);
-	rb_int(b, split_type);
+	recbuf_int(b, inter);
+	recbuf_int(b, split_type);
 	if (PMPI_Comm_group(c, &g) != MPI_SUCCESS)
 		return -EINVAL;
 	ret = describe_group(b, g);
@@ -135,38 +135,17 @@ static int describe_comm(struct rec_builder *b, MPI_Comm c, int split_type, uint
 	return ret;
 }
 
-/* Bind real to a new virtual handle with rec; on any failure the program
- * keeps the real handle and loses checkpoints. */
-static void *adopt(enum vh_kind k, void *real, struct mpi_record *rec, uint32_t flags,
-		   const char *call)
-{
-	void *v;
-
-	if (!rec) {
-		session_unsupported(call);
-		return real;
-	}
-	v = vh_mint(k, real, flags, rec);
-	if (!v) {
-		rec_discard(rec);
-		session_unsupported("more MPI handles than stasis can number");
-		return real;
-	}
-	rec_attach(rec, v);
-	return v;
-}
-
 /* The peers of a communicator record: the world ranks of its group, or of
  * its remote group. Copies into r's scratch memory. */
 static const int *record_peers(struct rec_reader *r, int *n, int *inter)
 {
 	const int *ranks;
 
-	*inter = rr_int(r);
-	rr_int(r); /* split type */
-	ranks = rr_ints(r, n);
+	*inter = recread_int(r);
+	recread_int(r); /* split type */
+	ranks = recread_ints(r, n);
 	if (*inter)
-		ranks = rr_ints(r, n);
+		ranks = recread_ints(r, n);
 	return r->bad ? NULL : ranks;
 }
 
@@ -175,7 +154,7 @@ static const int *record_peers(struct rec_reader *r, int *n, int *inter)
  * appended. 0 or -errno. */
 static int attach_counts(struct mpi_record *rec, MPI_Comm v, MPI_Comm real, bool replay)
 {
-	struct rec_reader r = rr_open(rec->data, rec->len);
+	struct rec_reader r = recread_open(rec->data, rec->len);
 	int n, inter, ret = -EBADMSG;
 	const int *peers = record_peers(&r, &n, &inter);
 	uint64_t gid = 0;
@@ -200,7 +179,7 @@ static int attach_counts(struct mpi_record *rec, MPI_Comm v, MPI_Comm real, bool
 		ret = 0;
 	}
 out:
-	rr_done(&r);
+	recread_done(&r);
 	return ret;
 }
 
@@ -222,7 +201,7 @@ MPI_Comm mpi_comm_new(MPI_Comm real, int split_type, const char *call)
 		b.failed = true;
 	}
 	rec = rec_make(VH_COMM, &b, 0);
-	v = adopt(VH_COMM, real, rec, flags, call);
+	v = vh_adopt(VH_COMM, real, rec, flags, call);
 	/* Collective over the new communicator, like its creation. */
 	if (v != real && attach_counts(rec, v, real, false))
 		session_unsupported("a communicator whose members could not agree on its id");
@@ -246,29 +225,18 @@ MPI_Group mpi_group_new(MPI_Group real, const char *call)
 		session_unsupported("a group with processes outside MPI_COMM_WORLD");
 	if (ret)
 		b.failed = true;
-	return adopt(VH_GROUP, real, rec_make(VH_GROUP, &b, 0), 0, call);
-}
-
-/* The Fortran bindings return real INTEGER handles: keep that one for the
- * way back (Open MPI numbers them itself). */
-static MPI_Fint to_f(enum vh_kind k, void *v, MPI_Fint real_f)
-{
-	struct vh_entry *e = vh_entry(k, v);
-
-	if (!e)
-		return real_f;
-	e->real_f = real_f;
-	return vh_c2f(k, v);
+	return vh_adopt(VH_GROUP, real, rec_make(VH_GROUP, &b, 0), 0, call);
 }
 
 MPI_Fint mpi_comm_new_f(MPI_Fint real_f, int split_type, const char *call)
 {
-	return to_f(VH_COMM, mpi_comm_new(PMPI_Comm_f2c(real_f), split_type, call), real_f);
+	return vh_keep_real_f(VH_COMM, mpi_comm_new(PMPI_Comm_f2c(real_f), split_type, call),
+			      real_f);
 }
 
 MPI_Fint mpi_group_new_f(MPI_Fint real_f, const char *call)
 {
-	return to_f(VH_GROUP, mpi_group_new(PMPI_Group_f2c(real_f), call), real_f);
+	return vh_keep_real_f(VH_GROUP, mpi_group_new(PMPI_Group_f2c(real_f), call), real_f);
 }
 
 /* --- replay ----------------------------------------------------------------- */
@@ -307,31 +275,31 @@ static bool valid_ranks(const int *ranks, int n)
 /* Put the recorded topology on c (replacing it), without reordering. */
 static int replay_topology(struct rec_reader *r, MPI_Comm *c)
 {
-	int topo = rr_int(r), n, m, n2, m2, w, ret = MPI_SUCCESS;
+	int topo = recread_int(r), n, m, n2, m2, w, ret = MPI_SUCCESS;
 	const int *a, *x, *y, *z;
 	MPI_Comm t = MPI_COMM_NULL;
 
 	switch (topo) {
 	case MPI_CART:
-		a = rr_ints(r, &n);
-		x = rr_ints(r, &n2);
+		a = recread_ints(r, &n);
+		x = recread_ints(r, &n2);
 		if (r->bad || n2 != n || n < 0)
 			return -EBADMSG;
 		ret = PMPI_Cart_create(*c, n, a, x, 0, &t);
 		break;
 	case MPI_GRAPH:
-		a = rr_ints(r, &n);
-		x = rr_ints(r, &m);
+		a = recread_ints(r, &n);
+		x = recread_ints(r, &m);
 		if (r->bad || n < 0 || m < 0)
 			return -EBADMSG;
 		ret = PMPI_Graph_create(*c, n, a, x, 0, &t);
 		break;
 	case MPI_DIST_GRAPH:
-		w = rr_int(r);
-		a = rr_ints(r, &n);
-		x = rr_ints(r, &n2);
-		y = rr_ints(r, &m);
-		z = rr_ints(r, &m2);
+		w = recread_int(r);
+		a = recread_ints(r, &n);
+		x = recread_ints(r, &n2);
+		y = recread_ints(r, &m);
+		z = recread_ints(r, &m2);
 		if (r->bad || n < 0 || m < 0)
 			return -EBADMSG;
 		ret = PMPI_Dist_graph_create_adjacent(*c, n, a, w ? x : MPI_UNWEIGHTED, m, y,
@@ -368,12 +336,12 @@ static bool split_still_holds(MPI_Comm c, int split_type)
 int comms_replay_comm(const struct mpi_record *rec, MPI_Comm *out, uint32_t *flags, char *why,
 		      size_t len)
 {
-	struct rec_reader r = rr_open(rec->data, rec->len);
-	int inter = rr_int(&r), split = rr_int(&r), n, rn = 0, ret;
-	const int *ranks = rr_ints(&r, &n), *remote = NULL;
+	struct rec_reader r = recread_open(rec->data, rec->len);
+	int inter = recread_int(&r), split = recread_int(&r), n, rn = 0, ret;
+	const int *ranks = recread_ints(&r, &n), *remote = NULL;
 
 	if (inter)
-		remote = rr_ints(&r, &rn);
+		remote = recread_ints(&r, &rn);
 	/* The global id ends the record (comms_counts_replayed). */
 	if (!r.bad && (size_t)(r.end - r.p) >= sizeof(uint64_t))
 		r.end -= sizeof(uint64_t);
@@ -403,18 +371,18 @@ int comms_replay_comm(const struct mpi_record *rec, MPI_Comm *out, uint32_t *fla
 			 "restart them placed as in the run it continues",
 			 split, n, ranks[0]);
 out:
-	rr_done(&r);
+	recread_done(&r);
 	return ret;
 }
 
 int comms_replay_group(const struct mpi_record *rec, MPI_Group *out)
 {
-	struct rec_reader r = rr_open(rec->data, rec->len);
+	struct rec_reader r = recread_open(rec->data, rec->len);
 	int n, ret = -EBADMSG;
-	const int *ranks = rr_ints(&r, &n);
+	const int *ranks = recread_ints(&r, &n);
 
 	if (!r.bad && (n == 0 || valid_ranks(ranks, n)))
 		ret = PMPI_Group_incl(world_group, n, ranks, out) == MPI_SUCCESS ? 0 : -EINVAL;
-	rr_done(&r);
+	recread_done(&r);
 	return ret;
 }

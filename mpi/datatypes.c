@@ -12,35 +12,6 @@
 #include "log.h"
 #include "session.h"
 
-static void *bind_new(enum vh_kind k, void *real, struct mpi_record *rec, uint32_t flags,
-		      const char *call)
-{
-	void *v;
-
-	if (!rec) {
-		session_unsupported(call);
-		return real;
-	}
-	v = vh_mint(k, real, flags, rec);
-	if (!v) {
-		rec_discard(rec);
-		session_unsupported("more MPI handles than stasis can number");
-		return real;
-	}
-	rec_attach(rec, v);
-	return v;
-}
-
-static MPI_Fint keep_f(enum vh_kind k, void *v, MPI_Fint real_f)
-{
-	struct vh_entry *e = vh_entry(k, v);
-
-	if (!e)
-		return real_f;
-	e->real_f = real_f;
-	return vh_c2f(k, v);
-}
-
 MPI_Datatype mpi_type_new(MPI_Datatype real, struct rec_builder *b, const char *call)
 {
 	struct mpi_record *rec = rec_make(VH_TYPE, b, 0);
@@ -49,17 +20,17 @@ MPI_Datatype mpi_type_new(MPI_Datatype real, struct rec_builder *b, const char *
 		rec_discard(rec);
 		return real;
 	}
-	return bind_new(VH_TYPE, real, rec, 0, call);
+	return vh_adopt(VH_TYPE, real, rec, 0, call);
 }
 
 MPI_Datatype mpi_type_new_ref(MPI_Datatype real, struct rec_builder *b, const char *call)
 {
-	return bind_new(VH_TYPE, real, rec_make(VH_TYPE, b, 0), VH_REF, call);
+	return vh_adopt(VH_TYPE, real, rec_make(VH_TYPE, b, 0), VH_REF, call);
 }
 
 MPI_Fint mpi_type_new_f(MPI_Fint real_f, struct rec_builder *b, const char *call)
 {
-	return keep_f(VH_TYPE, mpi_type_new(PMPI_Type_f2c(real_f), b, call), real_f);
+	return vh_keep_real_f(VH_TYPE, mpi_type_new(PMPI_Type_f2c(real_f), b, call), real_f);
 }
 
 MPI_Info mpi_info_new(MPI_Info real, const char *call)
@@ -68,13 +39,13 @@ MPI_Info mpi_info_new(MPI_Info real, const char *call)
 
 	if (real == MPI_INFO_NULL || real == MPI_INFO_ENV)
 		return real;
-	rb_int(&b, 0); /* no keys yet: a checkpoint records the contents */
-	return bind_new(VH_INFO, real, rec_make(VH_INFO, &b, 0), 0, call);
+	recbuf_int(&b, 0); /* no keys yet: a checkpoint records the contents */
+	return vh_adopt(VH_INFO, real, rec_make(VH_INFO, &b, 0), 0, call);
 }
 
 MPI_Fint mpi_info_new_f(MPI_Fint real_f, const char *call)
 {
-	return keep_f(VH_INFO, mpi_info_new(PMPI_Info_f2c(real_f), call), real_f);
+	return vh_keep_real_f(VH_INFO, mpi_info_new(PMPI_Info_f2c(real_f), call), real_f);
 }
 
 void *mpi_adopt(enum vh_kind k, void *real, const char *call)
@@ -97,7 +68,7 @@ MPI_Fint mpi_adopt_f(enum vh_kind k, MPI_Fint real_f, const char *call)
 {
 	void *real = vh_real_f2c(k, real_f), *v = mpi_adopt(k, real, call);
 
-	return v == real ? real_f : keep_f(k, v, real_f);
+	return v == real ? real_f : vh_keep_real_f(k, v, real_f);
 }
 
 void mpi_freed(enum vh_kind k, void *v)

@@ -14,6 +14,9 @@
 #include "traffic.h"
 
 #define TAG_BOUNCE 0x5a5b
+/* A drained message goes back to its sender after a header: the id of its
+ * communicator, its tag, its length (8 bytes each). */
+#define BOUNCE_HDR 24
 /* A rank that receives nothing for this long while messages are still
  * owed to it gives the checkpoint up (a count gone wrong must not hang
  * the program). */
@@ -24,19 +27,38 @@ struct drained {
 	int source;   /* world rank of the sender */
 	int tag;
 	uint64_t len;
-	void *data;
+	char *pack;	 /* BOUNCE_HDR bytes, then the message */
+	MPI_Request req; /* its way back to its sender */
 };
 
 /* Runtime memory: carried across a restart in the MPI state. */
 static struct drained *msgs;
 static size_t nmsgs, msgs_cap;
 
+/* A message sent again for its sender, kept until its receiver takes it;
+ * the bounced message (BOUNCE_HDR bytes, the data) follows. */
 struct resend {
+	struct resend *next;
 	MPI_Request req;
-	void *buf;
 };
 static struct resend *resends;
-static size_t nresends, resends_cap;
+static size_t nresends;
+
+/* The program must never die because a checkpoint failed (STYLE.md habit
+ * 3). What the drain needs besides the messages, five ints per rank
+ * (senders_can_resend; resend_drained uses two), is allocated before
+ * anything is drained; a rank that cannot have it makes every rank skip
+ * the checkpoint with nothing drained, hence nothing to send back. Kept
+ * from one attempt to the next; a restart allocates it in drain_load. */
+static int *scratch;
+static bool nothing_drained;
+
+static int scratch_alloc(int size)
+{
+	if (!scratch)
+		scratch = calloc(5 * (size_t)size, sizeof(int));
+	return scratch ? 0 : -ENOMEM;
+}
 
 static double now(void)
 {
@@ -46,7 +68,8 @@ static double now(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-static int keep(uint64_t gid, int source, int tag, uint64_t len, void *data)
+/* Room for one more drained message. */
+static int reserve(void)
 {
 	if (nmsgs == msgs_cap) {
 		size_t cap = msgs_cap ? msgs_cap * 2 : 64;
@@ -57,7 +80,14 @@ static int keep(uint64_t gid, int source, int tag, uint64_t len, void *data)
 		msgs = p;
 		msgs_cap = cap;
 	}
-	msgs[nmsgs++] = (struct drained){gid, source, tag, len, data};
+	return 0;
+}
+
+static int keep(uint64_t gid, int source, int tag, uint64_t len, char *pack)
+{
+	if (reserve())
+		return -ENOMEM;
+	msgs[nmsgs++] = (struct drained){gid, source, tag, len, pack, MPI_REQUEST_NULL};
 	return 0;
 }
 
@@ -73,20 +103,24 @@ static void probe_one(struct comm_info *ci, void *arg)
 	MPI_Comm real = VH_REAL(VH_COMM, MPI_Comm, ci->self);
 	MPI_Status st;
 	int flag = 0, n = 0;
-	void *buf;
+	char *pack;
 
 	if (p->ret || PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, real, &flag, &st) != MPI_SUCCESS ||
 	    !flag)
 		return;
 	PMPI_Get_count(&st, MPI_BYTE, &n);
-	buf = malloc(n ? n : 1);
-	if (!buf || st.MPI_SOURCE < 0 || st.MPI_SOURCE >= ci->size) {
-		free(buf);
+	/* All the memory the message needs, on its way back too, before it
+	 * is taken from MPI: a failure then skips the checkpoint, later it
+	 * would lose the message. */
+	pack = reserve() ? NULL : malloc(BOUNCE_HDR + (size_t)n);
+	if (!pack || st.MPI_SOURCE < 0 || st.MPI_SOURCE >= ci->size) {
+		free(pack);
 		p->ret = -ENOMEM;
 		return;
 	}
-	PMPI_Recv(buf, n, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, real, MPI_STATUS_IGNORE);
-	p->ret = keep(ci->gid, ci->world[st.MPI_SOURCE], st.MPI_TAG, n, buf);
+	PMPI_Recv(pack + BOUNCE_HDR, n, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, real,
+		  MPI_STATUS_IGNORE);
+	p->ret = keep(ci->gid, ci->world[st.MPI_SOURCE], st.MPI_TAG, n, pack);
 	traffic_received(0);
 	p->got = true;
 }
@@ -97,7 +131,15 @@ static int drain_messages(struct session *s)
 	uint64_t expected = 0;
 	double since = now();
 	struct probe_ctx p = {0};
+	int ok = scratch_alloc(s->size) == 0;
 
+	if (!ok)
+		pr_err("out of memory before draining messages in flight");
+	PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, s->comm);
+	if (!ok) {
+		nothing_drained = true;
+		return -ENOMEM;
+	}
 	PMPI_Reduce_scatter_block((void *)traffic_sent_to(), &expected, 1, MPI_UINT64_T, MPI_SUM,
 				  s->comm);
 	while (traffic_received_total() < expected && !p.ret) {
@@ -123,12 +165,12 @@ static int drain_messages(struct session *s)
  * send it again, so the checkpoint is given up. Collective. */
 static int senders_can_resend(struct session *s)
 {
-	int n = s->size, *cnt = calloc(n, sizeof(int)), *got = calloc(n, sizeof(int));
-	int *sd = calloc(n, sizeof(int)), *rd = calloc(n, sizeof(int)),
-	    *fill = calloc(n, sizeof(int));
+	int n = s->size, *cnt = scratch, *got = cnt + n, *sd = got + n, *rd = sd + n,
+	    *fill = rd + n;
 	uint64_t *out = malloc(sizeof(uint64_t) * (nmsgs + 1)), *in = NULL;
-	int ok = cnt && got && sd && rd && fill && out, total = 0;
+	int ok = out != NULL, total = 0, ret;
 
+	memset(scratch, 0, 5 * (size_t)n * sizeof(int));
 	/* The ids of the communicators of this rank's drained messages,
 	 * grouped by sender. */
 	for (size_t i = 0; ok && i < nmsgs; i++)
@@ -137,13 +179,7 @@ static int senders_can_resend(struct session *s)
 		sd[r] = sd[r - 1] + cnt[r - 1];
 	for (size_t i = 0; ok && i < nmsgs; i++)
 		out[sd[msgs[i].source] + fill[msgs[i].source]++] = msgs[i].gid;
-	if (!ok) /* take part all the same, with nothing */
-		for (int r = 0; cnt && r < n; r++)
-			cnt[r] = 0;
-	if (!cnt || !got || !sd || !rd || !fill) {
-		pr_err("out of memory checking drained messages: the job cannot go on");
-		PMPI_Abort(MPI_COMM_WORLD, 1);
-	}
+	/* !ok: take part all the same, with nothing (cnt is zero) */
 	PMPI_Alltoall(cnt, 1, MPI_INT, got, 1, MPI_INT, s->comm);
 	for (int r = 0; r < n; r++) {
 		rd[r] = total;
@@ -151,19 +187,23 @@ static int senders_can_resend(struct session *s)
 	}
 	in = malloc(sizeof(uint64_t) * (total + 1));
 	ok = ok && in;
+	/* A rank without in could not take part in the exchange: all skip
+	 * it, and the checkpoint, together. */
+	PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, s->comm);
+	if (!ok) {
+		ret = -ENOMEM;
+		goto done;
+	}
 	PMPI_Alltoallv(out, cnt, sd, MPI_UINT64_T, in, got, rd, MPI_UINT64_T, s->comm);
 	for (int i = 0; ok && i < total; i++)
 		if (!collective_counts_find(in[i]))
 			ok = 0;
 	PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, s->comm);
-	free(cnt);
-	free(got);
-	free(sd);
-	free(rd);
-	free(fill);
+	ret = ok ? 0 : -ESTALE;
+done:
 	free(out);
 	free(in);
-	return ok ? 0 : -ESTALE;
+	return ret;
 }
 
 /* Every send of the program completes once its receiver drained it. */
@@ -180,33 +220,25 @@ static void finish_sends(void)
  * Collective. */
 static void resend_drained(struct session *s)
 {
-	int *cnt = calloc(s->size, sizeof(int)), *got = calloc(s->size, sizeof(int));
-	MPI_Request *reqs = calloc(nmsgs + 1, sizeof(*reqs));
-	void **packs = calloc(nmsgs + 1, sizeof(*packs));
+	int *cnt = scratch, *got = scratch + s->size;
 
-	if (!cnt || !got || !reqs || !packs) {
-		pr_err("out of memory sending drained messages again: the job cannot go on");
-		PMPI_Abort(MPI_COMM_WORLD, 1);
+	if (nothing_drained) {
+		/* No rank drained anything: no rank takes part. */
+		nothing_drained = false;
+		return;
 	}
+	memset(cnt, 0, 2 * (size_t)s->size * sizeof(int));
 	for (size_t i = 0; i < nmsgs; i++)
 		cnt[msgs[i].source]++;
 	PMPI_Alltoall(cnt, 1, MPI_INT, got, 1, MPI_INT, s->comm);
 	for (size_t i = 0; i < nmsgs; i++) {
 		struct drained *d = &msgs[i];
-		char *pack = malloc(3 * sizeof(uint64_t) + d->len);
 
-		if (!pack) {
-			pr_err(
-			    "out of memory sending drained messages again: the job cannot go on");
-			PMPI_Abort(MPI_COMM_WORLD, 1);
-		}
-		memcpy(pack, &d->gid, 8);
-		memcpy(pack + 8, &(uint64_t){(uint64_t)d->tag}, 8);
-		memcpy(pack + 16, &d->len, 8);
-		memcpy(pack + 24, d->data, d->len);
-		packs[i] = pack;
-		PMPI_Isend(pack, (int)(24 + d->len), MPI_BYTE, d->source, TAG_BOUNCE, s->comm,
-			   &reqs[i]);
+		memcpy(d->pack, &d->gid, 8);
+		memcpy(d->pack + 8, &(uint64_t){(uint64_t)d->tag}, 8);
+		memcpy(d->pack + 16, &d->len, 8);
+		PMPI_Isend(d->pack, (int)(BOUNCE_HDR + d->len), MPI_BYTE, d->source, TAG_BOUNCE,
+			   s->comm, &d->req);
 	}
 	for (int r = 0; r < s->size; r++) {
 		for (int k = 0; k < got[r]; k++) {
@@ -215,15 +247,21 @@ static void resend_drained(struct session *s)
 			char *buf;
 			uint64_t gid, tag, len;
 			struct comm_info *ci;
+			struct resend *rs;
 			int dest = -1;
 
 			PMPI_Probe(r, TAG_BOUNCE, s->comm, &st);
 			PMPI_Get_count(&st, MPI_BYTE, &n);
-			buf = malloc(n);
-			if (!buf) {
+			rs = malloc(sizeof(*rs) + n);
+			if (!rs) {
+				/* The one allocation that cannot come before the
+				 * drain: the size is known only now. Without it a
+				 * message MPI delivered once would be lost and the
+				 * program go wrong, so the job stops. */
 				pr_err("out of memory sending drained messages again");
 				PMPI_Abort(MPI_COMM_WORLD, 1);
 			}
+			buf = (char *)(rs + 1);
 			PMPI_Recv(buf, n, MPI_BYTE, r, TAG_BOUNCE, s->comm, MPI_STATUS_IGNORE);
 			memcpy(&gid, buf, 8);
 			memcpy(&tag, buf + 8, 8);
@@ -233,56 +271,45 @@ static void resend_drained(struct session *s)
 				if (ci->world[j] == r)
 					dest = j;
 			if (!ci || dest < 0) {
-				/* senders_can_resend() made sure this cannot be */
+				/* senders_can_resend() made sure of it, unless the
+				 * drain failed before it could look: the sender
+				 * freed the communicator, and the message, taken
+				 * from MPI, can neither go back nor be dropped. */
 				pr_err("a drained message has no communicator to go back on");
 				PMPI_Abort(MPI_COMM_WORLD, 1);
 			}
-			if (nresends == resends_cap) {
-				size_t cap = resends_cap ? resends_cap * 2 : 64;
-				void *p = realloc(resends, sizeof(*resends) * cap);
-
-				if (!p) {
-					pr_err("out of memory sending drained messages again");
-					PMPI_Abort(MPI_COMM_WORLD, 1);
-				}
-				resends = p;
-				resends_cap = cap;
-			}
 			/* The receiver takes it when the program asks: keep the buffer
 			 * until then. */
-			resends[nresends].buf = buf;
-			PMPI_Isend(buf + 24, (int)len, MPI_BYTE, dest, (int)tag,
-				   VH_REAL(VH_COMM, MPI_Comm, ci->self), &resends[nresends].req);
+			rs->next = resends;
+			resends = rs;
 			nresends++;
+			PMPI_Isend(buf + BOUNCE_HDR, (int)len, MPI_BYTE, dest, (int)tag,
+				   VH_REAL(VH_COMM, MPI_Comm, ci->self), &rs->req);
 			traffic_sent(ci->self, dest);
 		}
 	}
-	PMPI_Waitall((int)nmsgs, reqs, MPI_STATUSES_IGNORE);
 	for (size_t i = 0; i < nmsgs; i++) {
-		free(packs[i]);
-		free(msgs[i].data);
+		PMPI_Wait(&msgs[i].req, MPI_STATUS_IGNORE);
+		free(msgs[i].pack);
 	}
 	nmsgs = 0;
-	free(reqs);
-	free(packs);
-	free(cnt);
-	free(got);
 }
 
 void drain_progress(void)
 {
-	size_t j = 0;
-
-	for (size_t i = 0; i < nresends; i++) {
+	for (struct resend **p = &resends; *p;) {
+		struct resend *rs = *p;
 		int flag = 0;
 
-		PMPI_Test(&resends[i].req, &flag, MPI_STATUS_IGNORE);
-		if (flag)
-			free(resends[i].buf);
-		else
-			resends[j++] = resends[i];
+		PMPI_Test(&rs->req, &flag, MPI_STATUS_IGNORE);
+		if (flag) {
+			*p = rs->next;
+			free(rs);
+			nresends--;
+		} else {
+			p = &rs->next;
+		}
 	}
-	nresends = j;
 }
 
 bool drain_pending(void)
@@ -357,35 +384,40 @@ void drain_resume(struct session *s)
 
 int drain_save(struct rec_builder *b)
 {
-	rb_u64(b, nmsgs);
+	recbuf_u64(b, nmsgs);
 	for (size_t i = 0; i < nmsgs; i++) {
-		rb_u64(b, msgs[i].gid);
-		rb_int(b, msgs[i].source);
-		rb_int(b, msgs[i].tag);
-		rb_u64(b, msgs[i].len);
-		rb_put(b, msgs[i].data, msgs[i].len);
+		recbuf_u64(b, msgs[i].gid);
+		recbuf_int(b, msgs[i].source);
+		recbuf_int(b, msgs[i].tag);
+		recbuf_u64(b, msgs[i].len);
+		recbuf_put(b, msgs[i].pack + BOUNCE_HDR, msgs[i].len);
 	}
 	return b->failed ? -ENOMEM : 0;
 }
 
 int drain_load(struct rec_reader *r)
 {
-	uint64_t n = rr_u64(r);
+	uint64_t n = recread_u64(r);
+	struct session *s = session_get();
 
+	/* resend_drained's share too: once resumed, a failure could only
+	 * stop the job. */
+	if (!s || scratch_alloc(s->size))
+		return -ENOMEM;
 	for (uint64_t i = 0; i < n && !r->bad; i++) {
-		uint64_t gid = rr_u64(r);
-		int source = rr_int(r), tag = rr_int(r);
-		uint64_t len = rr_u64(r);
-		void *data;
+		uint64_t gid = recread_u64(r);
+		int source = recread_int(r), tag = recread_int(r);
+		uint64_t len = recread_u64(r);
+		char *pack;
 
 		if (r->bad || len > (uint64_t)(r->end - r->p))
 			return -EBADMSG;
-		data = malloc(len ? len : 1);
-		if (!data)
+		pack = malloc(BOUNCE_HDR + len);
+		if (!pack)
 			return -ENOMEM;
-		rr_get(r, data, len);
-		if (keep(gid, source, tag, len, data)) {
-			free(data);
+		recread_get(r, pack + BOUNCE_HDR, len);
+		if (keep(gid, source, tag, len, pack)) {
+			free(pack);
 			return -ENOMEM;
 		}
 	}

@@ -10,25 +10,25 @@ def emit_recorder(f):
     """mpi_record_<Name>(b, args): the call id and its arguments."""
     made = f.params[-1]
     params = []
-    puts = ["rb_int(b, CALL_%s);" % f.name]
+    puts = ["recbuf_int(b, CALL_%s);" % f.name]
     for p in f.params[:-1]:
         params.append(p.text)
         n = p.name
         if p.handle_scalar():
-            puts.append("rb_handle(b, %s, %s);" % (p.kind, n))
+            puts.append("recbuf_handle(b, %s, %s);" % (p.kind, n))
         elif p.handle_array():
-            puts.append("rb_handles(b, %s, (void *const *)%s, %s);" %
+            puts.append("recbuf_handles(b, %s, (void *const *)%s, %s);" %
                         (p.kind, n, f.lens[n]))
         elif p.base == "int" and not p.array and p.ptr == 0:
-            puts.append("rb_int(b, %s);" % n)
+            puts.append("recbuf_int(b, %s);" % n)
         elif p.base == "int" and p.array:
-            puts.append("rb_ints(b, %s, %s);" % (n, f.lens[n]))
+            puts.append("recbuf_ints(b, %s, %s);" % (n, f.lens[n]))
         elif p.base == "MPI_Aint" and p.array:
-            puts.append("rb_aints(b, %s, %s);" % (n, f.lens[n]))
+            puts.append("recbuf_aints(b, %s, %s);" % (n, f.lens[n]))
         elif p.base in ("MPI_Aint", "MPI_Count", "MPI_Offset") and not p.array:
-            puts.append("rb_u64(b, (uint64_t)%s);" % n)
+            puts.append("recbuf_u64(b, (uint64_t)%s);" % n)
         elif p.base == "void" and p.ptr == 1:
-            puts.append("rb_u64(b, (uintptr_t)%s);" % n)
+            puts.append("recbuf_u64(b, (uintptr_t)%s);" % n)
         else:
             raise SystemExit("MPI_%s: cannot record parameter %s" % (f.name, p.text))
     if not made.handle_ptr():
@@ -42,22 +42,22 @@ def emit_replayer(f):
     for i, p in enumerate(f.params[:-1]):
         v = "a%d" % i
         if p.handle_scalar():
-            reads.append("%s %s = (%s)rr_handle(r, %s);" % (p.base, v, p.base, p.kind))
+            reads.append("%s %s = (%s)recread_handle(r, %s);" % (p.base, v, p.base, p.kind))
         elif p.handle_array():
             reads.append("int n%d;" % i)
-            reads.append("%s *%s = (%s *)rr_handles(r, %s, &n%d);" % (p.base, v, p.base, p.kind, i))
+            reads.append("%s *%s = (%s *)recread_handles(r, %s, &n%d);" % (p.base, v, p.base, p.kind, i))
         elif p.base == "int" and not p.array:
-            reads.append("int %s = rr_int(r);" % v)
+            reads.append("int %s = recread_int(r);" % v)
         elif p.base == "int":
             reads.append("int n%d;" % i)
-            reads.append("int *%s = (int *)rr_ints(r, &n%d);" % (v, i))
+            reads.append("int *%s = (int *)recread_ints(r, &n%d);" % (v, i))
         elif p.base == "MPI_Aint" and p.array:
             reads.append("int n%d;" % i)
-            reads.append("MPI_Aint *%s = (MPI_Aint *)rr_aints(r, &n%d);" % (v, i))
+            reads.append("MPI_Aint *%s = (MPI_Aint *)recread_aints(r, &n%d);" % (v, i))
         elif p.base in ("MPI_Aint", "MPI_Count", "MPI_Offset"):
-            reads.append("%s %s = (%s)rr_u64(r);" % (p.base, v, p.base))
+            reads.append("%s %s = (%s)recread_u64(r);" % (p.base, v, p.base))
         else:
-            reads.append("void *%s = (void *)(uintptr_t)rr_u64(r);" % v)
+            reads.append("void *%s = (void *)(uintptr_t)recread_u64(r);" % v)
         args.append(v)
     made = f.params[-1]
     args.append("(%s *)real" % made.base)
@@ -85,12 +85,12 @@ def emit_recorded(funcs):
         out.append(emit_recorder(f))
         out.append(emit_replayer(f))
     out.append("\nint mpi_replay_call(struct mpi_record *rec, void **real, uint32_t *flags)\n{\n"
-               "\tstruct rec_reader r = rr_open(rec->data, rec->len);\n"
-               "\tint ret;\n\n\tswitch (rr_int(&r)) {\n")
+               "\tstruct rec_reader r = recread_open(rec->data, rec->len);\n"
+               "\tint ret;\n\n\tswitch (recread_int(&r)) {\n")
     for f in recorded:
         out.append("\tcase CALL_%s:\n\t\tret = replay_%s(&r, real, flags);\n\t\tbreak;\n" %
                    (f.name, f.name))
-    out.append("\tdefault:\n\t\tret = -EBADMSG;\n\t}\n\trr_done(&r);\n\treturn ret;\n}\n")
+    out.append("\tdefault:\n\t\tret = -EBADMSG;\n\t}\n\trecread_done(&r);\n\treturn ret;\n}\n")
     return "".join(out)
 
 

@@ -7,6 +7,8 @@
 
 #include "handles.h"
 #include "log.h"
+#include "record.h"
+#include "session.h"
 
 struct vh_entry *vh_chunks[VH_NKINDS][VH_MAX_CHUNKS];
 
@@ -202,6 +204,16 @@ MPI_Fint vh_c2f(enum vh_kind k, void *v)
 	return vh_real_c2f(k, v);
 }
 
+MPI_Fint vh_keep_real_f(enum vh_kind k, void *v, MPI_Fint real_f)
+{
+	struct vh_entry *e = vh_entry(k, v);
+
+	if (!e)
+		return real_f;
+	e->real_f = real_f;
+	return vh_c2f(k, v);
+}
+
 int vh_keyval_value(const void *v)
 {
 	return VH_FBASE + (int)vh_index(VH_KEYVAL, v);
@@ -345,6 +357,22 @@ static bool take_index(enum vh_kind k, uint32_t *index)
 	return true;
 }
 
+/* Room for one more free index: false when the list is full and cannot
+ * grow. */
+static bool free_list_room(struct vh_table *t)
+{
+	if (t->nfree == t->free_cap) {
+		size_t cap = t->free_cap ? t->free_cap * 2 : 64;
+		uint32_t *p = realloc(t->free_list, cap * sizeof(*p));
+
+		if (!p)
+			return false;
+		t->free_list = p;
+		t->free_cap = cap;
+	}
+	return true;
+}
+
 void *vh_mint(enum vh_kind k, void *real, uint32_t flags, struct mpi_record *rec)
 {
 	struct vh_entry *e;
@@ -357,6 +385,24 @@ void *vh_mint(enum vh_kind k, void *real, uint32_t flags, struct mpi_record *rec
 		v = vh_value(k, index);
 	}
 	vh_unlock();
+	return v;
+}
+
+void *vh_adopt(enum vh_kind k, void *real, struct mpi_record *rec, uint32_t flags, const char *call)
+{
+	void *v;
+
+	if (!rec) {
+		session_unsupported(call);
+		return real;
+	}
+	v = vh_mint(k, real, flags, rec);
+	if (!v) {
+		rec_discard(rec);
+		session_unsupported("more MPI handles than stasis can number");
+		return real;
+	}
+	rec_attach(rec, v);
 	return v;
 }
 
@@ -379,16 +425,9 @@ int vh_bind(enum vh_kind k, uint32_t index, void *real, uint32_t flags, struct m
 		for (; t->next <= index; t->next++) {
 			if (t->next == index)
 				continue;
-			if (t->nfree == t->free_cap) {
-				size_t cap = t->free_cap ? t->free_cap * 2 : 64;
-				uint32_t *p = realloc(t->free_list, cap * sizeof(*p));
-
-				if (!p) {
-					ret = -ENOMEM;
-					break;
-				}
-				t->free_list = p;
-				t->free_cap = cap;
+			if (!free_list_room(t)) {
+				ret = -ENOMEM;
+				break;
 			}
 			t->free_list[t->nfree++] = t->next;
 		}
@@ -403,19 +442,28 @@ int vh_bind(enum vh_kind k, uint32_t index, void *real, uint32_t flags, struct m
 	return ret;
 }
 
+/* The entry at index, its real value no longer mapping back to it (what
+ * vh_zombie and vh_release share); NULL if there is none. Under the lock. */
+static struct vh_entry *unmap_entry(enum vh_kind k, uint32_t index)
+{
+	struct vh_entry *e = vh_entry_at(k, index);
+	struct rev_slot *s;
+
+	if (!e)
+		return NULL;
+	s = reversible(k) ? rev_find(&tables[k], e->real) : NULL;
+	if (s && s->index == index + 1)
+		s->index = REV_DELETED;
+	return e;
+}
+
 void vh_zombie(enum vh_kind k, void *v)
 {
-	struct vh_table *t = &tables[k];
 	struct vh_entry *e;
-	uint32_t index = vh_index(k, v);
 
 	vh_lock();
-	e = vh_entry_at(k, index);
+	e = unmap_entry(k, vh_index(k, v));
 	if (e) {
-		struct rev_slot *s = reversible(k) ? rev_find(t, e->real) : NULL;
-
-		if (s && s->index == index + 1)
-			s->index = REV_DELETED;
 		e->real = vh_null(k);
 		e->real_f = VH_NO_FINT;
 	}
@@ -429,26 +477,13 @@ void vh_release(enum vh_kind k, void *v)
 	uint32_t index = vh_index(k, v);
 
 	vh_lock();
-	e = vh_entry_at(k, index);
+	e = unmap_entry(k, index);
 	if (e) {
-		struct rev_slot *s = reversible(k) ? rev_find(t, e->real) : NULL;
-
-		if (s && s->index == index + 1)
-			s->index = REV_DELETED;
 		__atomic_store_n(&e->flags, 0, __ATOMIC_RELEASE);
 		e->real = NULL;
 		e->rec = NULL;
-		if (t->nfree == t->free_cap) {
-			size_t cap = t->free_cap ? t->free_cap * 2 : 64;
-			uint32_t *p = realloc(t->free_list, cap * sizeof(*p));
-
-			if (p) {
-				t->free_list = p;
-				t->free_cap = cap;
-			}
-		}
 		/* Without room the index is simply never reused. */
-		if (t->nfree < t->free_cap)
+		if (free_list_room(t))
 			t->free_list[t->nfree++] = index;
 	}
 	vh_unlock();

@@ -161,6 +161,11 @@ MPI_Fint *vh_real_f_array(enum vh_kind k, const MPI_Fint *f, int n, MPI_Fint *bu
 void *vh_f2c(enum vh_kind k, MPI_Fint f);
 /* A C handle the program sees as its Fortran handle. */
 MPI_Fint vh_c2f(enum vh_kind k, void *v);
+/* For an object made through the Fortran bindings, which return real
+ * INTEGER handles: keep real_f as v's (Open MPI numbers them itself, for
+ * the way back) and return the handle the program sees; real_f when v is
+ * not virtual. */
+MPI_Fint vh_keep_real_f(enum vh_kind k, void *v, MPI_Fint real_f);
 /* MPI's own conversions for the real handles of each kind. */
 void *vh_real_f2c(enum vh_kind k, MPI_Fint f);
 MPI_Fint vh_real_c2f(enum vh_kind k, void *real);
@@ -170,6 +175,12 @@ MPI_Fint vh_real_c2f(enum vh_kind k, void *real);
  * NULL when out of entries (the caller then passes real on and switches
  * checkpoints off). */
 void *vh_mint(enum vh_kind k, void *real, uint32_t flags, struct mpi_record *rec);
+/* The same for a new object of the program's, recorded by rec (which the
+ * handle then owns): on any failure (no record, no handle left) the
+ * program keeps the real handle and checkpoints are switched off, naming
+ * call. */
+void *vh_adopt(enum vh_kind k, void *real, struct mpi_record *rec, uint32_t flags,
+	       const char *call);
 /* The same at a given index (replay): -EEXIST when taken. */
 int vh_bind(enum vh_kind k, uint32_t index, void *real, uint32_t flags, struct mpi_record *rec);
 /* Release a virtual handle (its record is the caller's business). */

@@ -78,20 +78,20 @@ static void absolute_name(struct mpiio_file *f, const char *given)
 }
 
 /* A handle as a reference (no dependency): {1, index} or {0, value}, as
- * rb_handle writes it, so that rr_handle reads it back. */
+ * recbuf_handle writes it, so that recread_handle reads it back. */
 static void put_ref(struct rec_builder *b, enum vh_kind k, void *v)
 {
 	bool virt = vh_is_virtual(k, v);
 
-	rb_int(b, virt);
-	rb_u64(b, virt ? vh_index(k, v) : (uint64_t)(uintptr_t)v);
+	recbuf_int(b, virt);
+	recbuf_u64(b, virt ? vh_index(k, v) : (uint64_t)(uintptr_t)v);
 }
 
 /* The program's handle of a reference put_ref wrote. */
 static void *get_ref(struct rec_reader *r, enum vh_kind k)
 {
-	int virt = rr_int(r);
-	uint64_t x = rr_u64(r);
+	int virt = recread_int(r);
+	uint64_t x = recread_u64(r);
 
 	if (r->bad || (virt && x >= VH_MAX_INDEX))
 		return vh_null(k);
@@ -105,7 +105,7 @@ static void put_info(struct rec_builder *b, MPI_Info info)
 
 	if (info == MPI_INFO_NULL || PMPI_Info_get_nkeys(info, &n) != MPI_SUCCESS)
 		n = 0;
-	rb_int(b, n);
+	recbuf_int(b, n);
 	for (int i = 0; i < n; i++) {
 		char *value = NULL;
 
@@ -113,8 +113,8 @@ static void put_info(struct rec_builder *b, MPI_Info info)
 		    PMPI_Info_get_valuelen(info, key, &vlen, &flag) == MPI_SUCCESS && flag &&
 		    (value = calloc(1, (size_t)vlen + 1)) &&
 		    PMPI_Info_get(info, key, vlen, value, &flag) == MPI_SUCCESS && flag) {
-			rb_str(b, key);
-			rb_str(b, value);
+			recbuf_str(b, key);
+			recbuf_str(b, value);
 		} else {
 			b->failed = true;
 		}
@@ -127,12 +127,12 @@ static void put_info(struct rec_builder *b, MPI_Info info)
 static MPI_Info get_info(struct rec_reader *r, bool make)
 {
 	MPI_Info info = MPI_INFO_NULL;
-	int n = rr_int(r);
+	int n = recread_int(r);
 
 	if (make && n > 0 && PMPI_Info_create(&info) != MPI_SUCCESS)
 		info = MPI_INFO_NULL;
 	for (int i = 0; i < n && !r->bad; i++) {
-		const char *key = rr_str(r), *value = rr_str(r);
+		const char *key = recread_str(r), *value = recread_str(r);
 
 		if (info != MPI_INFO_NULL && key && value)
 			PMPI_Info_set(info, key, value);
@@ -174,9 +174,9 @@ static MPI_File opened(MPI_Comm real_comm, const char *given, int amode, MPI_Inf
 	}
 	absolute_name(f, given);
 	f->amode = amode;
-	rb_handle(&b, VH_COMM, f->comm);
-	rb_str(&b, f->name);
-	rb_int(&b, amode);
+	recbuf_handle(&b, VH_COMM, f->comm);
+	recbuf_str(&b, f->name);
+	recbuf_int(&b, amode);
 	put_info(&b, info);
 	f->open_len = b.len;
 	rec = rec_make(VH_FILE, &b, fortran ? REC_FORTRAN : 0);
@@ -512,33 +512,27 @@ static int refresh_one(struct mpi_record *rec, MPI_File real, struct mpiio_file 
 
 	if (PMPI_File_get_size(real, &size) != MPI_SUCCESS || stat(f->path, &st))
 		return -ENOENT;
-	rb_put(&b, rec->data, f->open_len);
-	rb_u64(&b, id);
-	rb_u64(&b, (uint64_t)size);
-	rb_u64(&b, st.st_ino);
-	rb_u64(&b, (uint64_t)st.st_mtim.tv_sec);
-	rb_u64(&b, (uint64_t)st.st_mtim.tv_nsec);
-	rb_int(&b, f->view);
-	rb_u64(&b, (uint64_t)f->disp);
+	recbuf_put(&b, rec->data, f->open_len);
+	recbuf_u64(&b, id);
+	recbuf_u64(&b, (uint64_t)size);
+	recbuf_u64(&b, st.st_ino);
+	recbuf_u64(&b, (uint64_t)st.st_mtim.tv_sec);
+	recbuf_u64(&b, (uint64_t)st.st_mtim.tv_nsec);
+	recbuf_int(&b, f->view);
+	recbuf_u64(&b, (uint64_t)f->disp);
 	put_ref(&b, VH_TYPE, f->etype);
 	put_ref(&b, VH_TYPE, f->filetype);
-	rb_str(&b, f->datarep);
+	recbuf_str(&b, f->datarep);
 	PMPI_File_get_position(real, &pos);
 	shared = shared_position(real, &spos);
-	rb_u64(&b, (uint64_t)pos);
-	rb_int(&b, shared);
-	rb_u64(&b, (uint64_t)spos);
+	recbuf_u64(&b, (uint64_t)pos);
+	recbuf_int(&b, shared);
+	recbuf_u64(&b, (uint64_t)spos);
 	PMPI_File_get_atomicity(real, &atom);
-	rb_int(&b, atom);
+	recbuf_int(&b, atom);
 	put_ref(&b, VH_ERRHANDLER, program_errhandler(real));
-	free(b.parents); /* the record keeps the parents it was made with */
-	if (b.failed) {
-		free(b.data);
+	if (rec_replace_data(rec, &b))
 		return -ENOMEM;
-	}
-	free(rec->data);
-	rec->data = b.data;
-	rec->len = b.len;
 	g = f->ckpt[0].id <= f->ckpt[1].id ? 0 : 1;
 	f->ckpt[g].id = id;
 	f->ckpt[g].size = size;
@@ -591,27 +585,27 @@ static int read_state(struct rec_reader *r, const struct mpi_record *rec, struct
 		      MPI_Info *info)
 {
 	st->comm = get_ref(r, VH_COMM);
-	st->name = rr_str(r);
-	st->amode = rr_int(r);
+	st->name = recread_str(r);
+	st->amode = recread_int(r);
 	MPI_Info hints = get_info(r, info != NULL);
 
 	if (info)
 		*info = hints;
 	st->open_len = (size_t)(r->p - rec->data);
-	st->id = rr_u64(r);
-	st->size = rr_u64(r);
-	st->ino = rr_u64(r);
-	st->mtime_sec = rr_u64(r);
-	st->mtime_nsec = rr_u64(r);
-	st->view = rr_int(r);
-	st->disp = (MPI_Offset)rr_u64(r);
+	st->id = recread_u64(r);
+	st->size = recread_u64(r);
+	st->ino = recread_u64(r);
+	st->mtime_sec = recread_u64(r);
+	st->mtime_nsec = recread_u64(r);
+	st->view = recread_int(r);
+	st->disp = (MPI_Offset)recread_u64(r);
 	st->etype = get_ref(r, VH_TYPE);
 	st->filetype = get_ref(r, VH_TYPE);
-	st->datarep = rr_str(r);
-	st->pos = (MPI_Offset)rr_u64(r);
-	st->shared = rr_int(r);
-	st->spos = (MPI_Offset)rr_u64(r);
-	st->atom = rr_int(r);
+	st->datarep = recread_str(r);
+	st->pos = (MPI_Offset)recread_u64(r);
+	st->shared = recread_int(r);
+	st->spos = (MPI_Offset)recread_u64(r);
+	st->atom = recread_int(r);
 	st->eh = get_ref(r, VH_ERRHANDLER);
 	return r->bad || !st->name || !st->datarep ? -EBADMSG : 0;
 }
@@ -658,7 +652,7 @@ static int check_file(const struct file_state *st, char *why, size_t len)
 
 int mpiio_replay(struct mpi_record *rec, MPI_File *real, char *why, size_t len)
 {
-	struct rec_reader r = rr_open(rec->data, rec->len);
+	struct rec_reader r = recread_open(rec->data, rec->len);
 	struct file_state st;
 	MPI_Info info = MPI_INFO_NULL;
 	MPI_Comm comm;
@@ -677,14 +671,14 @@ int mpiio_replay(struct mpi_record *rec, MPI_File *real, char *why, size_t len)
 		ret = -ESTALE;
 	if (info != MPI_INFO_NULL)
 		PMPI_Info_free(&info);
-	rr_done(&r);
+	recread_done(&r);
 	return ret;
 }
 
 /* Everything but the open, for one file: collective over its members. */
 static int apply_one(struct mpi_record *rec, struct vh_entry *e)
 {
-	struct rec_reader r = rr_open(rec->data, rec->len);
+	struct rec_reader r = recread_open(rec->data, rec->len);
 	struct mpiio_file *f = calloc(1, sizeof(*f));
 	struct file_state st;
 	MPI_File real = e->real;
@@ -729,7 +723,7 @@ static int apply_one(struct mpi_record *rec, struct vh_entry *e)
 	f = NULL;
 out:
 	free(f);
-	rr_done(&r);
+	recread_done(&r);
 	return ret;
 }
 

@@ -13,7 +13,7 @@ static uint64_t next_seq = 1;
 
 /* --- building ------------------------------------------------------------- */
 
-void rb_put(struct rec_builder *b, const void *p, size_t n)
+void recbuf_put(struct rec_builder *b, const void *p, size_t n)
 {
 	if (b->failed)
 		return;
@@ -35,41 +35,41 @@ void rb_put(struct rec_builder *b, const void *p, size_t n)
 	b->len += n;
 }
 
-void rb_int(struct rec_builder *b, int v)
+void recbuf_int(struct rec_builder *b, int v)
 {
-	rb_put(b, &v, sizeof(v));
+	recbuf_put(b, &v, sizeof(v));
 }
 
-void rb_u64(struct rec_builder *b, uint64_t v)
+void recbuf_u64(struct rec_builder *b, uint64_t v)
 {
-	rb_put(b, &v, sizeof(v));
+	recbuf_put(b, &v, sizeof(v));
 }
 
-void rb_ints(struct rec_builder *b, const int *v, int n)
+void recbuf_ints(struct rec_builder *b, const int *v, int n)
 {
 	if (!v)
 		n = -1; /* a NULL array (MPI_UNWEIGHTED and the like) */
-	rb_int(b, n);
+	recbuf_int(b, n);
 	if (n > 0)
-		rb_put(b, v, sizeof(*v) * (size_t)n);
+		recbuf_put(b, v, sizeof(*v) * (size_t)n);
 }
 
-void rb_aints(struct rec_builder *b, const MPI_Aint *v, int n)
+void recbuf_aints(struct rec_builder *b, const MPI_Aint *v, int n)
 {
 	if (!v)
 		n = -1;
-	rb_int(b, n);
+	recbuf_int(b, n);
 	if (n > 0)
-		rb_put(b, v, sizeof(*v) * (size_t)n);
+		recbuf_put(b, v, sizeof(*v) * (size_t)n);
 }
 
-void rb_str(struct rec_builder *b, const char *s)
+void recbuf_str(struct rec_builder *b, const char *s)
 {
 	int n = s ? (int)strlen(s) : -1;
 
-	rb_int(b, n);
+	recbuf_int(b, n);
 	if (n > 0)
-		rb_put(b, s, (size_t)n);
+		recbuf_put(b, s, (size_t)n);
 }
 
 static void add_parent(struct rec_builder *b, struct mpi_record *p)
@@ -95,32 +95,32 @@ static void add_parent(struct rec_builder *b, struct mpi_record *p)
 
 /* A handle is stored as {1, index} for a virtual one, {0, value} for a
  * predefined one (its address is the same in every run). */
-void rb_handle(struct rec_builder *b, enum vh_kind k, void *v)
+void recbuf_handle(struct rec_builder *b, enum vh_kind k, void *v)
 {
 	struct vh_entry *e = vh_entry(k, v);
 
 	if (e && e->rec) {
-		rb_int(b, 1);
-		rb_u64(b, vh_index(k, v));
+		recbuf_int(b, 1);
+		recbuf_u64(b, vh_index(k, v));
 		add_parent(b, e->rec);
 	} else if (vh_is_virtual(k, v)) {
 		b->failed = true; /* a virtual handle without a record */
 	} else {
-		rb_int(b, 0);
-		rb_u64(b, (uint64_t)(uintptr_t)v);
+		recbuf_int(b, 0);
+		recbuf_u64(b, (uint64_t)(uintptr_t)v);
 	}
 }
 
-void rb_handles(struct rec_builder *b, enum vh_kind k, void *const *v, int n)
+void recbuf_handles(struct rec_builder *b, enum vh_kind k, void *const *v, int n)
 {
-	rb_int(b, v ? n : -1);
+	recbuf_int(b, v ? n : -1);
 	for (int i = 0; v && i < n; i++)
-		rb_handle(b, k, v[i]);
+		recbuf_handle(b, k, v[i]);
 }
 
 /* --- reading -------------------------------------------------------------- */
 
-void rr_get(struct rec_reader *r, void *p, size_t n)
+void recread_get(struct rec_reader *r, void *p, size_t n)
 {
 	if (r->bad || (size_t)(r->end - r->p) < n) {
 		r->bad = true;
@@ -131,19 +131,19 @@ void rr_get(struct rec_reader *r, void *p, size_t n)
 	r->p += n;
 }
 
-int rr_int(struct rec_reader *r)
+int recread_int(struct rec_reader *r)
 {
 	int v;
 
-	rr_get(r, &v, sizeof(v));
+	recread_get(r, &v, sizeof(v));
 	return v;
 }
 
-uint64_t rr_u64(struct rec_reader *r)
+uint64_t recread_u64(struct rec_reader *r)
 {
 	uint64_t v;
 
-	rr_get(r, &v, sizeof(v));
+	recread_get(r, &v, sizeof(v));
 	return v;
 }
 
@@ -163,7 +163,7 @@ static void *array(struct rec_reader *r, size_t elem, int *n)
 {
 	void *p;
 
-	*n = rr_int(r);
+	*n = recread_int(r);
 	if (*n < 0 || r->bad)
 		return NULL;
 	if ((size_t)(r->end - r->p) / elem < (size_t)*n) {
@@ -171,23 +171,23 @@ static void *array(struct rec_reader *r, size_t elem, int *n)
 		return NULL;
 	}
 	p = scratch(r, elem * (size_t)*n);
-	rr_get(r, p, elem * (size_t)*n);
+	recread_get(r, p, elem * (size_t)*n);
 	return p;
 }
 
-const int *rr_ints(struct rec_reader *r, int *n)
+const int *recread_ints(struct rec_reader *r, int *n)
 {
 	return array(r, sizeof(int), n);
 }
 
-const MPI_Aint *rr_aints(struct rec_reader *r, int *n)
+const MPI_Aint *recread_aints(struct rec_reader *r, int *n)
 {
 	return array(r, sizeof(MPI_Aint), n);
 }
 
-const char *rr_str(struct rec_reader *r)
+const char *recread_str(struct rec_reader *r)
 {
-	int n = rr_int(r);
+	int n = recread_int(r);
 	char *s;
 
 	if (n < 0 || r->bad)
@@ -197,16 +197,16 @@ const char *rr_str(struct rec_reader *r)
 		return NULL;
 	}
 	s = scratch(r, (size_t)n + 1);
-	rr_get(r, s, (size_t)n);
+	recread_get(r, s, (size_t)n);
 	if (s)
 		s[n] = 0;
 	return s;
 }
 
-void *rr_handle(struct rec_reader *r, enum vh_kind k)
+void *recread_handle(struct rec_reader *r, enum vh_kind k)
 {
-	int is_virtual = rr_int(r);
-	uint64_t v = rr_u64(r);
+	int is_virtual = recread_int(r);
+	uint64_t v = recread_u64(r);
 	struct vh_entry *e;
 
 	if (r->bad)
@@ -222,11 +222,11 @@ void *rr_handle(struct rec_reader *r, enum vh_kind k)
 	return e->real;
 }
 
-void **rr_handles(struct rec_reader *r, enum vh_kind k, int *n)
+void **recread_handles(struct rec_reader *r, enum vh_kind k, int *n)
 {
 	void **out;
 
-	*n = rr_int(r);
+	*n = recread_int(r);
 	if (*n < 0 || r->bad)
 		return NULL;
 	/* Each handle takes at least 12 bytes. */
@@ -236,11 +236,11 @@ void **rr_handles(struct rec_reader *r, enum vh_kind k, int *n)
 	}
 	out = scratch(r, sizeof(*out) * (size_t)*n);
 	for (int i = 0; out && i < *n; i++)
-		out[i] = rr_handle(r, k);
+		out[i] = recread_handle(r, k);
 	return out;
 }
 
-void rr_done(struct rec_reader *r)
+void recread_done(struct rec_reader *r)
 {
 	while (r->nscratch)
 		free(r->scratch[--r->nscratch]);
@@ -264,6 +264,19 @@ struct mpi_record *rec_make(enum vh_kind k, struct rec_builder *b, uint32_t flag
 	rec->parents = b->parents;
 	rec->nparents = b->nparents;
 	return rec;
+}
+
+int rec_replace_data(struct mpi_record *rec, struct rec_builder *b)
+{
+	free(b->parents);
+	if (b->failed) {
+		free(b->data);
+		return -ENOMEM;
+	}
+	free(rec->data);
+	rec->data = b->data;
+	rec->len = b->len;
+	return 0;
 }
 
 static void link_tail(struct mpi_record *rec)

@@ -52,16 +52,16 @@ struct rec_builder {
 	bool failed;
 };
 
-void rb_put(struct rec_builder *b, const void *p, size_t n);
-void rb_int(struct rec_builder *b, int v);
-void rb_u64(struct rec_builder *b, uint64_t v);
-void rb_ints(struct rec_builder *b, const int *v, int n);
-void rb_aints(struct rec_builder *b, const MPI_Aint *v, int n);
-void rb_str(struct rec_builder *b, const char *s);
+void recbuf_put(struct rec_builder *b, const void *p, size_t n);
+void recbuf_int(struct rec_builder *b, int v);
+void recbuf_u64(struct rec_builder *b, uint64_t v);
+void recbuf_ints(struct rec_builder *b, const int *v, int n);
+void recbuf_aints(struct rec_builder *b, const MPI_Aint *v, int n);
+void recbuf_str(struct rec_builder *b, const char *s);
 /* A handle argument: a virtual one is a dependency on its record; a
  * predefined one is kept as its value (it does not move). */
-void rb_handle(struct rec_builder *b, enum vh_kind k, void *v);
-void rb_handles(struct rec_builder *b, enum vh_kind k, void *const *v, int n);
+void recbuf_handle(struct rec_builder *b, enum vh_kind k, void *v);
+void recbuf_handles(struct rec_builder *b, enum vh_kind k, void *const *v, int n);
 
 /* Reading a record's data back; every read is bounds checked (the data
  * came from a file: its crc was checked, its sense was not). */
@@ -73,22 +73,22 @@ struct rec_reader {
 	int nscratch;
 };
 
-static inline struct rec_reader rr_open(const void *data, size_t len)
+static inline struct rec_reader recread_open(const void *data, size_t len)
 {
 	return (struct rec_reader){.p = data, .end = (const uint8_t *)data + len};
 }
 
-void rr_get(struct rec_reader *r, void *p, size_t n);
-int rr_int(struct rec_reader *r);
-uint64_t rr_u64(struct rec_reader *r);
-/* Arrays are copied into memory the reader keeps until rr_done. */
-const int *rr_ints(struct rec_reader *r, int *n);
-const MPI_Aint *rr_aints(struct rec_reader *r, int *n);
-const char *rr_str(struct rec_reader *r);
-/* A handle written by rb_handle, as the real handle of this process. */
-void *rr_handle(struct rec_reader *r, enum vh_kind k);
-void **rr_handles(struct rec_reader *r, enum vh_kind k, int *n);
-void rr_done(struct rec_reader *r);
+void recread_get(struct rec_reader *r, void *p, size_t n);
+int recread_int(struct rec_reader *r);
+uint64_t recread_u64(struct rec_reader *r);
+/* Arrays are copied into memory the reader keeps until recread_done. */
+const int *recread_ints(struct rec_reader *r, int *n);
+const MPI_Aint *recread_aints(struct rec_reader *r, int *n);
+const char *recread_str(struct rec_reader *r);
+/* A handle written by recbuf_handle, as the real handle of this process. */
+void *recread_handle(struct rec_reader *r, enum vh_kind k);
+void **recread_handles(struct rec_reader *r, enum vh_kind k, int *n);
+void recread_done(struct rec_reader *r);
 
 /* Turn a builder into a record of kind k (not yet bound to a handle);
  * NULL when the builder failed. */
@@ -106,6 +106,10 @@ void rec_pin(struct mpi_record *rec);
 void rec_unpin(struct mpi_record *rec);
 /* Drop a record that was made but never attached. */
 void rec_discard(struct mpi_record *rec);
+/* A record described again (what an object holds now, at a checkpoint):
+ * rec's data becomes b's, which is consumed either way; the record keeps
+ * the parents it was made with. -ENOMEM when b failed (rec unchanged). */
+int rec_replace_data(struct mpi_record *rec, struct rec_builder *b);
 
 /* Every record, oldest first. */
 struct mpi_record *rec_first(void);

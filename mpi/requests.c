@@ -76,16 +76,6 @@ static void release(void *v)
 	vh_release(VH_REQUEST, v);
 }
 
-static MPI_Fint keep_f(void *v, MPI_Fint real_f)
-{
-	struct vh_entry *e = vh_entry(VH_REQUEST, v);
-
-	if (!e)
-		return real_f;
-	e->real_f = real_f;
-	return vh_c2f(VH_REQUEST, v);
-}
-
 MPI_Request mpi_req_new(MPI_Request real, uint32_t kind, MPI_Comm comm, int peer)
 {
 	struct req_info *ri;
@@ -107,7 +97,8 @@ MPI_Request mpi_req_new(MPI_Request real, uint32_t kind, MPI_Comm comm, int peer
 
 MPI_Fint mpi_req_new_f(MPI_Fint real_f, uint32_t kind, MPI_Comm comm, int peer)
 {
-	return keep_f(mpi_req_new(PMPI_Request_f2c(real_f), kind, comm, peer), real_f);
+	return vh_keep_real_f(VH_REQUEST, mpi_req_new(PMPI_Request_f2c(real_f), kind, comm, peer),
+			      real_f);
 }
 
 static MPI_Request recv_new(MPI_Request real, void *buf, int count, MPI_Datatype type, int source,
@@ -152,7 +143,7 @@ MPI_Fint mpi_req_recv_f(MPI_Fint real_f, void *buf, int count, MPI_Fint ftype, i
 		ri->ftype = ftype;
 		ri->fcomm = fcomm;
 	}
-	return keep_f(v, real_f);
+	return vh_keep_real_f(VH_REQUEST, v, real_f);
 }
 
 MPI_Request mpi_req_persistent(MPI_Request real, uint32_t kind, MPI_Comm comm, int peer,
@@ -181,8 +172,9 @@ MPI_Request mpi_req_persistent(MPI_Request real, uint32_t kind, MPI_Comm comm, i
 MPI_Fint mpi_req_persistent_f(MPI_Fint real_f, uint32_t kind, MPI_Comm comm, int peer,
 			      struct rec_builder *b, const char *call)
 {
-	return keep_f(mpi_req_persistent(PMPI_Request_f2c(real_f), kind, comm, peer, b, call),
-		      real_f);
+	return vh_keep_real_f(
+	    VH_REQUEST, mpi_req_persistent(PMPI_Request_f2c(real_f), kind, comm, peer, b, call),
+	    real_f);
 }
 
 /* --- completion ------------------------------------------------------------------- */
@@ -484,11 +476,11 @@ static void prepare_buffer(struct vh_entry *e)
 
 		if (!e->rec)
 			return;
-		r = rr_open(e->rec->data, e->rec->len);
-		rr_int(&r);
-		buf = (void *)(uintptr_t)rr_u64(&r);
-		count = rr_int(&r);
-		type = rr_handle(&r, VH_TYPE);
+		r = recread_open(e->rec->data, e->rec->len);
+		recread_int(&r);
+		buf = (void *)(uintptr_t)recread_u64(&r);
+		count = recread_int(&r);
+		type = recread_handle(&r, VH_TYPE);
 		if (!r.bad)
 			traffic_recv_buffer(buf, count, VH_REAL(VH_TYPE, MPI_Datatype, type));
 	} else if (e->flags & VH_FORTRAN) {
@@ -591,20 +583,20 @@ int mpi_req_replayed(struct mpi_record *rec, MPI_Request v)
 {
 	/* Every persistent call is recorded as (call, buf, count, datatype,
 	 * peer, tag, communicator): mpi_record_<Send_init ...> */
-	struct rec_reader r = rr_open(rec->data, rec->len);
+	struct rec_reader r = recread_open(rec->data, rec->len);
 	struct vh_entry *e = vh_entry(VH_REQUEST, v);
 	struct req_info *ri;
 	void *comm;
 	int peer;
 
-	rr_int(&r);
-	rr_u64(&r);
-	rr_int(&r);
-	rr_handle(&r, VH_TYPE);
-	peer = rr_int(&r);
-	rr_int(&r);
-	comm = rr_handle(&r, VH_COMM);
-	rr_done(&r);
+	recread_int(&r);
+	recread_u64(&r);
+	recread_int(&r);
+	recread_handle(&r, VH_TYPE);
+	peer = recread_int(&r);
+	recread_int(&r);
+	comm = recread_handle(&r, VH_COMM);
+	recread_done(&r);
 	if (r.bad || !e)
 		return -EBADMSG;
 	ri = info_new(vh_lookup_real(VH_COMM, comm) ?: comm, peer);
@@ -629,18 +621,18 @@ static int save_one(enum vh_kind k, uint32_t index, struct vh_entry *e, void *ar
 	(void)k;
 	if (!ri || !(e->flags & (VH_REPOST | VH_DONE)))
 		return 0;
-	rb_int(c->b, (int)index);
-	rb_int(c->b, (int)e->flags);
-	rb_u64(c->b, (uintptr_t)ri->buf);
-	rb_int(c->b, ri->count);
-	rb_int(c->b, ri->peer);
-	rb_int(c->b, ri->tag);
-	rb_handle(c->b, VH_TYPE, ri->type);
-	rb_handle(c->b, VH_COMM, ri->comm);
-	rb_int(c->b, ri->ftype);
-	rb_int(c->b, ri->fcomm);
-	rb_u64(c->b, ri->posted);
-	rb_put(c->b, &ri->status, sizeof(ri->status));
+	recbuf_int(c->b, (int)index);
+	recbuf_int(c->b, (int)e->flags);
+	recbuf_u64(c->b, (uintptr_t)ri->buf);
+	recbuf_int(c->b, ri->count);
+	recbuf_int(c->b, ri->peer);
+	recbuf_int(c->b, ri->tag);
+	recbuf_handle(c->b, VH_TYPE, ri->type);
+	recbuf_handle(c->b, VH_COMM, ri->comm);
+	recbuf_int(c->b, ri->ftype);
+	recbuf_int(c->b, ri->fcomm);
+	recbuf_u64(c->b, ri->posted);
+	recbuf_put(c->b, &ri->status, sizeof(ri->status));
 	c->n++;
 	return 0;
 }
@@ -651,8 +643,8 @@ int mpi_req_save(struct rec_builder *b)
 	struct save_ctx c = {&body, 0};
 
 	vh_walk(VH_REQUEST, save_one, &c);
-	rb_int(b, c.n);
-	rb_put(b, body.data, body.len);
+	recbuf_int(b, c.n);
+	recbuf_put(b, body.data, body.len);
 	free(body.data);
 	free(body.parents);
 	return body.failed || b->failed ? -ENOMEM : 0;
@@ -660,30 +652,30 @@ int mpi_req_save(struct rec_builder *b)
 
 int mpi_req_load(struct rec_reader *r)
 {
-	int n = rr_int(r);
+	int n = recread_int(r);
 
 	for (int i = 0; i < n && !r->bad; i++) {
-		uint32_t index = (uint32_t)rr_int(r), flags = (uint32_t)rr_int(r);
+		uint32_t index = (uint32_t)recread_int(r), flags = (uint32_t)recread_int(r);
 		struct req_info *ri = calloc(1, sizeof(*ri));
 		void *type, *comm;
 
 		if (!ri)
 			return -ENOMEM;
-		ri->buf = (void *)(uintptr_t)rr_u64(r);
-		ri->count = rr_int(r);
-		ri->peer = rr_int(r);
-		ri->tag = rr_int(r);
+		ri->buf = (void *)(uintptr_t)recread_u64(r);
+		ri->count = recread_int(r);
+		ri->peer = recread_int(r);
+		ri->tag = recread_int(r);
 		/* Handles are kept as the program's: look the virtual ones up. */
-		type = rr_handle(r, VH_TYPE);
-		comm = rr_handle(r, VH_COMM);
+		type = recread_handle(r, VH_TYPE);
+		comm = recread_handle(r, VH_COMM);
 		ri->type = vh_lookup_real(VH_TYPE, type) ?: type;
 		ri->comm = vh_lookup_real(VH_COMM, comm) ?: comm;
-		ri->ftype = rr_int(r);
-		ri->fcomm = rr_int(r);
-		ri->posted = rr_u64(r);
+		ri->ftype = recread_int(r);
+		ri->fcomm = recread_int(r);
+		ri->posted = recread_u64(r);
 		if (ri->posted > post_seq)
 			post_seq = ri->posted;
-		rr_get(r, &ri->status, sizeof(ri->status));
+		recread_get(r, &ri->status, sizeof(ri->status));
 		if (flags & VH_PERSISTENT) {
 			/* Made again by the replay: it takes the state it had. */
 			struct vh_entry *e = vh_entry_at(VH_REQUEST, index);

@@ -53,17 +53,17 @@ int mpi_section_init(void)
 
 static void put_record(struct rec_builder *b, const struct mpi_record *r)
 {
-	rb_int(b, r->kind);
-	rb_int(b, (int)r->index);
-	rb_u64(b, r->seq);
-	rb_int(b, (int)r->flags);
-	rb_int(b, (int)r->nparents);
+	recbuf_int(b, r->kind);
+	recbuf_int(b, (int)r->index);
+	recbuf_u64(b, r->seq);
+	recbuf_int(b, (int)r->flags);
+	recbuf_int(b, (int)r->nparents);
 	for (uint32_t i = 0; i < r->nparents; i++) {
-		rb_int(b, r->parents[i]->kind);
-		rb_int(b, (int)r->parents[i]->index);
+		recbuf_int(b, r->parents[i]->kind);
+		recbuf_int(b, (int)r->parents[i]->index);
 	}
-	rb_u64(b, r->len);
-	rb_put(b, r->data, r->len);
+	recbuf_u64(b, r->len);
+	recbuf_put(b, r->data, r->len);
 }
 
 /* Page-aligned memory kept between checkpoints (it is written to the
@@ -94,10 +94,10 @@ int mpi_section_save(void **data, size_t *len, char *err, size_t errlen)
 			 ret == -ENOENT ? "one was deleted" : strerror(-ret));
 		goto out;
 	}
-	rb_put(&b, &h, sizeof(h));
+	recbuf_put(&b, &h, sizeof(h));
 	for (const struct mpi_record *r = rec_first(); r; r = r->next)
 		put_record(&b, r);
-	rb_put(&b, snap.data, snap.len);
+	recbuf_put(&b, snap.data, snap.len);
 	if (mpi_req_save(&b) || drain_save(&b) || b.failed || snap.failed) {
 		snprintf(err, errlen, "out of memory recording MPI objects");
 		ret = -ENOMEM;
@@ -151,19 +151,19 @@ static struct mpi_record *read_record(struct rec_reader *r, struct mpi_record **
 
 	if (!rec)
 		return NULL;
-	rec->kind = (enum vh_kind)rr_int(r);
-	rec->index = (uint32_t)rr_int(r);
-	rec->seq = rr_u64(r);
-	rec->flags = (uint32_t)rr_int(r);
-	rec->nparents = (uint32_t)rr_int(r);
+	rec->kind = (enum vh_kind)recread_int(r);
+	rec->index = (uint32_t)recread_int(r);
+	rec->seq = recread_u64(r);
+	rec->flags = (uint32_t)recread_int(r);
+	rec->nparents = (uint32_t)recread_int(r);
 	if (r->bad || rec->kind >= VH_NKINDS || rec->index >= VH_MAX_INDEX ||
 	    rec->nparents > nread)
 		goto bad;
 	if (rec->nparents && !(rec->parents = calloc(rec->nparents, sizeof(*rec->parents))))
 		goto bad;
 	for (uint32_t i = 0; i < rec->nparents; i++) {
-		int k = rr_int(r);
-		uint32_t index = (uint32_t)rr_int(r);
+		int k = recread_int(r);
+		uint32_t index = (uint32_t)recread_int(r);
 
 		for (size_t j = 0; j < nread && !rec->parents[i]; j++)
 			if (by_order[j]->kind == (enum vh_kind)k && by_order[j]->index == index)
@@ -171,10 +171,10 @@ static struct mpi_record *read_record(struct rec_reader *r, struct mpi_record **
 		if (!rec->parents[i])
 			goto bad;
 	}
-	len = rr_u64(r);
+	len = recread_u64(r);
 	if (r->bad || len > (uint64_t)(r->end - r->p) || !(rec->data = malloc(len ? len : 1)))
 		goto bad;
-	rr_get(r, rec->data, len);
+	recread_get(r, rec->data, len);
 	rec->len = len;
 	return rec;
 bad:
@@ -330,12 +330,12 @@ out:
 
 int mpi_section_replay(const void *data, size_t len, char *why, size_t whylen)
 {
-	struct rec_reader r = rr_open(data, len);
+	struct rec_reader r = recread_open(data, len);
 	struct state_header h;
 	int ret = 0, bad;
 
 	why[0] = 0;
-	rr_get(&r, &h, sizeof(h));
+	recread_get(&r, &h, sizeof(h));
 	if (r.bad || memcmp(h.magic, STATE_MAGIC, 8) || h.version != STATE_VERSION ||
 	    h.bytes > len || h.bytes < sizeof(h) || h.nsnapshot < 0) {
 		snprintf(why, whylen, "the MPI state in the image is damaged");

@@ -39,7 +39,7 @@ static int put_errhandler(struct rec_builder *b, MPI_Errhandler real)
 
 	if (!v && !predefined_errhandler(real))
 		return -ENOENT;
-	rb_handle(b, VH_ERRHANDLER, v ? v : real);
+	recbuf_handle(b, VH_ERRHANDLER, v ? v : real);
 	return 0;
 }
 
@@ -75,7 +75,7 @@ static void put_attrs(struct rec_builder *b, void *real, const struct keyvals *k
 	void *val;
 	size_t at = b->len;
 
-	rb_int(b, 0); /* count, patched below */
+	recbuf_int(b, 0); /* count, patched below */
 	for (int i = 0; i < kv->n; i++) {
 		flag = 0;
 		if (comm)
@@ -84,8 +84,8 @@ static void put_attrs(struct rec_builder *b, void *real, const struct keyvals *k
 			PMPI_Type_get_attr(real, kv->real[i], &val, &flag);
 		if (!flag)
 			continue;
-		rb_int(b, kv->virt[i]);
-		rb_u64(b, (uintptr_t)val);
+		recbuf_int(b, kv->virt[i]);
+		recbuf_u64(b, (uintptr_t)val);
 		n++;
 	}
 	if (!b->failed)
@@ -98,10 +98,10 @@ static int put_comm(struct rec_builder *b, MPI_Comm v, MPI_Comm real, const stru
 	int len = 0, ret;
 	MPI_Errhandler eh;
 
-	rb_int(b, SNAP_COMM);
-	rb_handle(b, VH_COMM, v);
+	recbuf_int(b, SNAP_COMM);
+	recbuf_handle(b, VH_COMM, v);
 	PMPI_Comm_get_name(real, name, &len);
-	rb_str(b, name);
+	recbuf_str(b, name);
 	if (PMPI_Comm_get_errhandler(real, &eh) != MPI_SUCCESS)
 		return -EINVAL;
 	ret = put_errhandler(b, eh);
@@ -118,10 +118,10 @@ static void put_type(struct rec_builder *b, MPI_Datatype v, MPI_Datatype real,
 	char name[MPI_MAX_OBJECT_NAME] = "";
 	int len = 0;
 
-	rb_int(b, SNAP_TYPE);
-	rb_handle(b, VH_TYPE, v);
+	recbuf_int(b, SNAP_TYPE);
+	recbuf_handle(b, VH_TYPE, v);
 	PMPI_Type_get_name(real, name, &len);
-	rb_str(b, name);
+	recbuf_str(b, name);
 	put_attrs(b, real, kv, false);
 }
 
@@ -133,7 +133,7 @@ static int info_contents(struct mpi_record *rec, MPI_Info real)
 	int n = 0, vlen, flag;
 
 	PMPI_Info_get_nkeys(real, &n);
-	rb_int(&b, n);
+	recbuf_int(&b, n);
 	for (int i = 0; i < n; i++) {
 		if (PMPI_Info_get_nthkey(real, i, key) != MPI_SUCCESS ||
 		    PMPI_Info_get_valuelen(real, key, &vlen, &flag) != MPI_SUCCESS || !flag ||
@@ -143,18 +143,11 @@ static int info_contents(struct mpi_record *rec, MPI_Info real)
 		}
 		PMPI_Info_get(real, key, vlen, val, &flag);
 		val[vlen] = 0;
-		rb_str(&b, key);
-		rb_str(&b, val);
+		recbuf_str(&b, key);
+		recbuf_str(&b, val);
 		free(val);
 	}
-	if (b.failed) {
-		free(b.data);
-		return -ENOMEM;
-	}
-	free(rec->data);
-	rec->data = b.data;
-	rec->len = b.len;
-	return 0;
+	return rec_replace_data(rec, &b);
 }
 
 int snapshot_write(struct rec_builder *b, int *count)
@@ -185,7 +178,7 @@ int snapshot_write(struct rec_builder *b, int *count)
 	if ((ret = put_comm(b, MPI_COMM_WORLD, MPI_COMM_WORLD, &comm_kv)) ||
 	    (ret = put_comm(b, MPI_COMM_SELF, MPI_COMM_SELF, &comm_kv)))
 		return ret;
-	rb_int(b, SNAP_FILE_DEFAULT);
+	recbuf_int(b, SNAP_FILE_DEFAULT);
 	if (PMPI_File_get_errhandler(MPI_FILE_NULL, &eh) != MPI_SUCCESS)
 		return -EINVAL;
 	ret = put_errhandler(b, eh);
@@ -196,13 +189,13 @@ int snapshot_write(struct rec_builder *b, int *count)
 
 static int apply_attrs(struct rec_reader *r, void *real, bool comm)
 {
-	int n = rr_int(r), ret = MPI_SUCCESS;
+	int n = recread_int(r), ret = MPI_SUCCESS;
 
 	if (n < 0)
 		r->bad = true;
 	for (int i = 0; i < n && !r->bad && ret == MPI_SUCCESS; i++) {
-		int keyval = vh_real_keyval(rr_int(r));
-		void *val = (void *)(uintptr_t)rr_u64(r);
+		int keyval = vh_real_keyval(recread_int(r));
+		void *val = (void *)(uintptr_t)recread_u64(r);
 
 		if (r->bad)
 			break;
@@ -217,7 +210,7 @@ int snapshot_apply(struct rec_reader *r, int count)
 	int ret = 0;
 
 	for (int i = 0; i < count && !ret; i++) {
-		int what = rr_int(r);
+		int what = recread_int(r);
 		const char *name;
 		MPI_Comm c;
 		MPI_Datatype t;
@@ -225,9 +218,9 @@ int snapshot_apply(struct rec_reader *r, int count)
 
 		switch (what) {
 		case SNAP_COMM:
-			c = rr_handle(r, VH_COMM);
-			name = rr_str(r);
-			eh = rr_handle(r, VH_ERRHANDLER);
+			c = recread_handle(r, VH_COMM);
+			name = recread_str(r);
+			eh = recread_handle(r, VH_ERRHANDLER);
 			if (r->bad)
 				return -EBADMSG;
 			if (name && name[0])
@@ -237,8 +230,8 @@ int snapshot_apply(struct rec_reader *r, int count)
 			ret = apply_attrs(r, c, true);
 			break;
 		case SNAP_TYPE:
-			t = rr_handle(r, VH_TYPE);
-			name = rr_str(r);
+			t = recread_handle(r, VH_TYPE);
+			name = recread_str(r);
 			if (r->bad)
 				return -EBADMSG;
 			if (name && name[0])
@@ -246,7 +239,7 @@ int snapshot_apply(struct rec_reader *r, int count)
 			ret = apply_attrs(r, t, false);
 			break;
 		case SNAP_FILE_DEFAULT:
-			eh = rr_handle(r, VH_ERRHANDLER);
+			eh = recread_handle(r, VH_ERRHANDLER);
 			if (r->bad)
 				return -EBADMSG;
 			ret = PMPI_File_set_errhandler(MPI_FILE_NULL, eh) == MPI_SUCCESS ? 0
@@ -255,27 +248,27 @@ int snapshot_apply(struct rec_reader *r, int count)
 		default:
 			return -EBADMSG;
 		}
-		rr_done(r);
+		recread_done(r);
 	}
 	return ret;
 }
 
 int snapshot_replay_info(const struct mpi_record *rec, MPI_Info *out)
 {
-	struct rec_reader r = rr_open(rec->data, rec->len);
-	int n = rr_int(&r), ret;
+	struct rec_reader r = recread_open(rec->data, rec->len);
+	int n = recread_int(&r), ret;
 
 	if (r.bad || n < 0 || PMPI_Info_create(out) != MPI_SUCCESS)
 		return -EBADMSG;
 	ret = 0;
 	for (int i = 0; i < n && !ret; i++) {
-		const char *key = rr_str(&r), *val = rr_str(&r);
+		const char *key = recread_str(&r), *val = recread_str(&r);
 
 		if (r.bad || !key || !val)
 			ret = -EBADMSG;
 		else if (PMPI_Info_set(*out, key, val) != MPI_SUCCESS)
 			ret = -EINVAL;
 	}
-	rr_done(&r);
+	recread_done(&r);
 	return ret;
 }

@@ -19,7 +19,7 @@
 #include "runtime.h"
 #include "arena.h"
 #include "log.h"
-#include "preload.h"
+#include "interpose.h"
 #include "regions.h"
 #include "threads.h"
 
@@ -28,8 +28,6 @@ extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void __libc_free(void *);
 extern void *__libc_memalign(size_t, size_t);
-
-#define CALLER ((uintptr_t)__builtin_return_address(0))
 
 EXPORT void *malloc(size_t size)
 {
@@ -138,8 +136,6 @@ EXPORT size_t malloc_usable_size(void *ptr)
 		return n;
 	}
 	/* glibc exports no __libc_ name for it; the real one is found once. */
-	static size_t (*real)(void *);
-	if (!real)
-		real = (size_t(*)(void *))stasis_next_symbol("malloc_usable_size");
+	REAL(malloc_usable_size);
 	return real ? real(ptr) : 0;
 }

@@ -15,7 +15,7 @@
 
 #include "runtime.h"
 #include "libraries.h"
-#include "preload.h"
+#include "interpose.h"
 #include "regions.h"
 
 /* libc's functions, for dl_stubs.S. */
@@ -100,12 +100,9 @@ int stasis_dlopen_wanted(const char *file, int mode, uintptr_t caller)
 
 void *stasis_dlopen(const char *file, int mode, uintptr_t caller)
 {
-	static void *(*real)(const char *, int);
-
 	if (!(mode & RTLD_NOLOAD))
 		return libraries_handle(libraries_dlopen(file, mode, caller));
-	if (!real)
-		real = (void *(*)(const char *, int))stasis_next_symbol("dlopen");
+	REAL(dlopen);
 	return libraries_handle(real(file, mode));
 }
 
@@ -127,20 +124,14 @@ void *stasis_dl_real(void *handle)
 /* The program's libraries are never unloaded (process/libraries.h). */
 EXPORT int dlclose(void *handle)
 {
-	static int (*real)(void *);
-
 	if (libraries_is_program_handle(handle))
 		return 0;
-	if (!real)
-		real = (int (*)(void *))stasis_next_symbol("dlclose");
+	REAL(dlclose);
 	return real(handle);
 }
 
 EXPORT int dlinfo(void *handle, int request, void *arg)
 {
-	static int (*real)(void *, int, void *);
-
-	if (!real)
-		real = (int (*)(void *, int, void *))stasis_next_symbol("dlinfo");
+	REAL(dlinfo);
 	return real(stasis_dl_real(handle), request, arg);
 }

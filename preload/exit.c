@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "runtime.h"
-#include "preload.h"
+#include "interpose.h"
 
 extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 extern int __cxa_thread_atexit_impl(void (*fn)(void *), void *obj, void *dso);
@@ -18,12 +18,9 @@ extern int on_exit(void (*fn)(int, void *), void *arg);
 
 EXPORT int __cxa_atexit(void (*fn)(void *), void *arg, void *dso)
 {
-	static int (*real)(void (*)(void *), void *, void *);
 	int ret;
 
-	if (!real)
-		real =
-		    (int (*)(void (*)(void *), void *, void *))stasis_next_symbol("__cxa_atexit");
+	REAL(__cxa_atexit);
 	stasis_depth++;
 	ret = real(fn, arg, dso);
 	stasis_depth--;
@@ -32,12 +29,9 @@ EXPORT int __cxa_atexit(void (*fn)(void *), void *arg, void *dso)
 
 EXPORT int __cxa_thread_atexit_impl(void (*fn)(void *), void *obj, void *dso)
 {
-	static int (*real)(void (*)(void *), void *, void *);
 	int ret;
 
-	if (!real)
-		real = (int (*)(void (*)(void *), void *, void *))stasis_next_symbol(
-		    "__cxa_thread_atexit_impl");
+	REAL(__cxa_thread_atexit_impl);
 	stasis_depth++;
 	ret = real(fn, obj, dso);
 	stasis_depth--;
@@ -46,11 +40,9 @@ EXPORT int __cxa_thread_atexit_impl(void (*fn)(void *), void *obj, void *dso)
 
 EXPORT int on_exit(void (*fn)(int, void *), void *arg)
 {
-	static int (*real)(void (*)(int, void *), void *);
 	int ret;
 
-	if (!real)
-		real = (int (*)(void (*)(int, void *), void *))stasis_next_symbol("on_exit");
+	REAL(on_exit);
 	stasis_depth++;
 	ret = real(fn, arg);
 	stasis_depth--;

@@ -1,9 +1,10 @@
 /* The calls that make, duplicate and close descriptors, seen for the
  * program's descriptors (process/fds.h): a descriptor is the program's when
- * the rule of the heap says so (alloc.c): stasis is active, the call comes
- * from application code (the executable, its libraries, libc on its
- * behalf) on the main thread outside every stasis wrapper. Everything else
- * (the MPI library, its threads, stasis itself) passes straight through.
+ * for_application_main_thread() says so (interpose.h): stasis is active,
+ * the call comes from application code (the executable, its libraries,
+ * libc on its behalf) on the main thread outside every stasis wrapper.
+ * Everything else (the MPI library, its threads, stasis itself) passes
+ * straight through.
  *
  * What a restart can open again (regular files, directories, /dev/null
  * and the like) is moved into the program's range; what it cannot (pipes,
@@ -34,23 +35,9 @@
 
 #include "runtime.h"
 #include "fds.h"
-#include "preload.h"
+#include "interpose.h"
 #include "regions.h"
 #include "sigstate.h"
-
-#define CALLER ((uintptr_t)__builtin_return_address(0))
-
-/* The next definition of fn, found once. */
-#define REAL(fn)                                                                                   \
-	static __typeof__(fn) *real;                                                               \
-	if (!real)                                                                                 \
-	real = (__typeof__(fn) *)stasis_next_symbol(#fn)
-
-static inline bool program_call(uintptr_t caller)
-{
-	return __builtin_expect(stasis_active, 0) && stasis_depth == 0 && stasis_on_main_thread() &&
-	       regions_app_code(caller);
-}
 
 static inline bool in_range(int fd)
 {
@@ -84,7 +71,7 @@ EXPORT int open(const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
 	REAL(open);
-	if (!program_call(CALLER))
+	if (!for_application_main_thread(CALLER))
 		return real(path, flags, mode);
 	flags = restart_flags(flags);
 	return fds_opened(real(path, flags, mode), flags, "open()");
@@ -94,7 +81,7 @@ EXPORT int open64(const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
 	REAL(open64);
-	if (!program_call(CALLER))
+	if (!for_application_main_thread(CALLER))
 		return real(path, flags, mode);
 	flags = restart_flags(flags);
 	return fds_opened(real(path, flags, mode), flags, "open()");
@@ -104,7 +91,7 @@ EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
 	REAL(openat);
-	if (!program_call(CALLER))
+	if (!for_application_main_thread(CALLER))
 		return real(dirfd, path, flags, mode);
 	flags = restart_flags(flags);
 	return fds_opened(real(dirfd, path, flags, mode), flags, "openat()");
@@ -114,7 +101,7 @@ EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
 	REAL(openat64);
-	if (!program_call(CALLER))
+	if (!for_application_main_thread(CALLER))
 		return real(dirfd, path, flags, mode);
 	flags = restart_flags(flags);
 	return fds_opened(real(dirfd, path, flags, mode), flags, "openat()");
@@ -129,7 +116,7 @@ extern int __openat64_2(int dirfd, const char *path, int flags);
 EXPORT int __open_2(const char *path, int flags)
 {
 	REAL(__open_2);
-	if (!program_call(CALLER))
+	if (!for_application_main_thread(CALLER))
 		return real(path, flags);
 	flags = restart_flags(flags);
 	return fds_opened(real(path, flags), flags, "open()");
@@ -138,7 +125,7 @@ EXPORT int __open_2(const char *path, int flags)
 EXPORT int __open64_2(const char *path, int flags)
 {
 	REAL(__open64_2);
-	if (!program_call(CALLER))
+	if (!for_application_main_thread(CALLER))
 		return real(path, flags);
 	flags = restart_flags(flags);
 	return fds_opened(real(path, flags), flags, "open()");
@@ -147,7 +134,7 @@ EXPORT int __open64_2(const char *path, int flags)
 EXPORT int __openat_2(int dirfd, const char *path, int flags)
 {
 	REAL(__openat_2);
-	if (!program_call(CALLER))
+	if (!for_application_main_thread(CALLER))
 		return real(dirfd, path, flags);
 	flags = restart_flags(flags);
 	return fds_opened(real(dirfd, path, flags), flags, "openat()");
@@ -156,7 +143,7 @@ EXPORT int __openat_2(int dirfd, const char *path, int flags)
 EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 {
 	REAL(__openat64_2);
-	if (!program_call(CALLER))
+	if (!for_application_main_thread(CALLER))
 		return real(dirfd, path, flags);
 	flags = restart_flags(flags);
 	return fds_opened(real(dirfd, path, flags), flags, "openat()");
@@ -167,7 +154,7 @@ EXPORT int creat(const char *path, mode_t mode)
 	REAL(open);
 	int flags = O_CREAT | O_WRONLY | O_TRUNC;
 
-	if (!program_call(CALLER))
+	if (!for_application_main_thread(CALLER))
 		return real(path, flags, mode);
 	flags = restart_flags(flags);
 	return fds_opened(real(path, flags, mode), flags, "creat()");
@@ -216,7 +203,7 @@ static FILE *open_stream(FILE *(*real)(const char *, const char *), const char *
 EXPORT FILE *fopen(const char *path, const char *mode)
 {
 	REAL(fopen);
-	if (!program_call(CALLER))
+	if (!for_application_main_thread(CALLER))
 		return real(path, mode);
 	return open_stream(real, path, mode, "fopen()");
 }
@@ -224,7 +211,7 @@ EXPORT FILE *fopen(const char *path, const char *mode)
 EXPORT FILE *fopen64(const char *path, const char *mode)
 {
 	REAL(fopen64);
-	if (!program_call(CALLER))
+	if (!for_application_main_thread(CALLER))
 		return real(path, mode);
 	return open_stream(real, path, mode, "fopen()");
 }
@@ -257,7 +244,7 @@ static FILE *reopen_stream(FILE *(*real)(const char *, const char *, FILE *), co
 EXPORT FILE *freopen(const char *path, const char *mode, FILE *fp)
 {
 	REAL(freopen);
-	if (!program_call(CALLER))
+	if (!for_application_main_thread(CALLER))
 		return real(path, mode, fp);
 	return reopen_stream(real, path, mode, fp);
 }
@@ -265,7 +252,7 @@ EXPORT FILE *freopen(const char *path, const char *mode, FILE *fp)
 EXPORT FILE *freopen64(const char *path, const char *mode, FILE *fp)
 {
 	REAL(freopen64);
-	if (!program_call(CALLER))
+	if (!for_application_main_thread(CALLER))
 		return real(path, mode, fp);
 	return reopen_stream(real, path, mode, fp);
 }
@@ -273,7 +260,7 @@ EXPORT FILE *freopen64(const char *path, const char *mode, FILE *fp)
 EXPORT FILE *tmpfile(void)
 {
 	REAL(tmpfile);
-	if (!program_call(CALLER))
+	if (!for_application_main_thread(CALLER))
 		return real();
 	return adopt_stream(real(), "tmpfile()");
 }
@@ -281,7 +268,7 @@ EXPORT FILE *tmpfile(void)
 EXPORT FILE *tmpfile64(void)
 {
 	REAL(tmpfile64);
-	if (!program_call(CALLER))
+	if (!for_application_main_thread(CALLER))
 		return real();
 	return adopt_stream(real(), "tmpfile()");
 }
@@ -291,7 +278,7 @@ EXPORT int fclose(FILE *fp)
 	REAL(fclose);
 	/* libc closes the descriptor itself: the number gets its placeholder
 	 * first, libc closes a duplicate. */
-	if (fp && program_call(CALLER))
+	if (fp && for_application_main_thread(CALLER))
 		fp->_fileno = fds_release(fp->_fileno);
 	return real(fp);
 }
@@ -302,7 +289,7 @@ EXPORT int fcloseall(void)
 	int n = 0, ret;
 
 	REAL(fcloseall);
-	if (!program_call(CALLER))
+	if (!for_application_main_thread(CALLER))
 		return real();
 	for (int fd = 3; fd < fds_range(); fd++)
 		if (fds_slot(fd)->state == SLOT_PROGRAM)
@@ -318,7 +305,7 @@ EXPORT FILE *popen(const char *command, const char *type)
 	REAL(popen);
 	FILE *fp = real(command, type);
 
-	if (fp && program_call(CALLER))
+	if (fp && for_application_main_thread(CALLER))
 		fds_refuse("popen() (a pipe to another process)");
 	return fp;
 }
@@ -336,7 +323,7 @@ EXPORT DIR *opendir(const char *path)
 	REAL(opendir);
 	DIR *d = real(path);
 
-	if (d && program_call(CALLER))
+	if (d && for_application_main_thread(CALLER))
 		set_dir_fd(d, fds_opened(dirfd(d), O_DIRECTORY, "opendir()"));
 	return d;
 }
@@ -344,7 +331,7 @@ EXPORT DIR *opendir(const char *path)
 EXPORT int closedir(DIR *d)
 {
 	REAL(closedir);
-	if (program_call(CALLER))
+	if (for_application_main_thread(CALLER))
 		set_dir_fd(d, fds_release(dirfd(d)));
 	return real(d);
 }
@@ -354,7 +341,7 @@ EXPORT int mkstemp(char *tmpl)
 	REAL(mkstemp);
 	int fd = real(tmpl);
 
-	return program_call(CALLER) ? fds_opened(fd, 0, "mkstemp()") : fd;
+	return for_application_main_thread(CALLER) ? fds_opened(fd, 0, "mkstemp()") : fd;
 }
 
 EXPORT int mkstemp64(char *tmpl) __attribute__((alias("mkstemp")));
@@ -364,7 +351,7 @@ EXPORT int mkostemp(char *tmpl, int flags)
 	REAL(mkostemp);
 	int fd = real(tmpl, flags);
 
-	return program_call(CALLER) ? fds_opened(fd, flags, "mkostemp()") : fd;
+	return for_application_main_thread(CALLER) ? fds_opened(fd, flags, "mkostemp()") : fd;
 }
 
 EXPORT int mkostemp64(char *tmpl, int flags) __attribute__((alias("mkostemp")));
@@ -374,7 +361,7 @@ EXPORT int mkstemps(char *tmpl, int suffixlen)
 	REAL(mkstemps);
 	int fd = real(tmpl, suffixlen);
 
-	return program_call(CALLER) ? fds_opened(fd, 0, "mkstemps()") : fd;
+	return for_application_main_thread(CALLER) ? fds_opened(fd, 0, "mkstemps()") : fd;
 }
 
 EXPORT int mkstemps64(char *tmpl, int suffixlen) __attribute__((alias("mkstemps")));
@@ -384,7 +371,7 @@ EXPORT int mkostemps(char *tmpl, int suffixlen, int flags)
 	REAL(mkostemps);
 	int fd = real(tmpl, suffixlen, flags);
 
-	return program_call(CALLER) ? fds_opened(fd, flags, "mkostemps()") : fd;
+	return for_application_main_thread(CALLER) ? fds_opened(fd, flags, "mkostemps()") : fd;
 }
 
 EXPORT int mkostemps64(char *tmpl, int suffixlen, int flags) __attribute__((alias("mkostemps")));
@@ -396,13 +383,13 @@ EXPORT int dup(int oldfd)
 	REAL(dup);
 	int fd = real(oldfd);
 
-	return program_call(CALLER) ? fds_duplicated(oldfd, fd, 3, "dup()") : fd;
+	return for_application_main_thread(CALLER) ? fds_duplicated(oldfd, fd, 3, "dup()") : fd;
 }
 
 EXPORT int dup2(int oldfd, int newfd)
 {
 	REAL(dup2);
-	bool program = program_call(CALLER);
+	bool program = for_application_main_thread(CALLER);
 	int fd;
 
 	if (program)
@@ -416,7 +403,7 @@ EXPORT int dup2(int oldfd, int newfd)
 EXPORT int dup3(int oldfd, int newfd, int flags)
 {
 	REAL(dup3);
-	bool program = program_call(CALLER);
+	bool program = for_application_main_thread(CALLER);
 	int fd;
 
 	if (program)
@@ -431,7 +418,8 @@ static int fcntl_common(int (*real)(int, int, ...), uintptr_t caller, int fd, in
 {
 	int ret = real(fd, cmd, arg);
 
-	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && ret >= 0 && program_call(caller))
+	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && ret >= 0 &&
+	    for_application_main_thread(caller))
 		return fds_duplicated(fd, ret, (int)(intptr_t)arg, "fcntl(F_DUPFD)");
 	return ret;
 }
@@ -466,7 +454,7 @@ EXPORT int close(int fd)
 	REAL(close);
 	int ret;
 
-	if (in_range(fd) && program_call(CALLER) && fds_close(fd, &ret))
+	if (in_range(fd) && for_application_main_thread(CALLER) && fds_close(fd, &ret))
 		return ret;
 	return real(fd);
 }
@@ -477,7 +465,7 @@ EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 	unsigned int range = (unsigned int)fds_range();
 	int ret;
 
-	if ((flags & CLOSE_RANGE_CLOEXEC) || first >= range || !program_call(CALLER))
+	if ((flags & CLOSE_RANGE_CLOEXEC) || first >= range || !for_application_main_thread(CALLER))
 		return real(first, last, flags);
 	for (unsigned int fd = first; fd <= last && fd < range; fd++)
 		if (fd < 3 || !fds_close((int)fd, &ret))
@@ -494,7 +482,7 @@ EXPORT void closefrom(int lowfd)
 
 #define REFUSE_IF_MADE(ok, what)                                                                   \
 	do {                                                                                       \
-		if ((ok) && program_call(CALLER))                                                  \
+		if ((ok) && for_application_main_thread(CALLER))                                   \
 			fds_refuse(what);                                                          \
 	} while (0)
 

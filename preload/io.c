@@ -13,13 +13,7 @@
 
 #include "runtime.h"
 #include "dirty.h"
-#include "preload.h"
-
-/* The next definition of fn, found once. */
-#define REAL(fn)                                                                                   \
-	static __typeof__(fn) *real;                                                               \
-	if (!real)                                                                                 \
-	real = (__typeof__(fn) *)stasis_next_symbol(#fn)
+#include "interpose.h"
 
 static inline void prepare(const void *buf, size_t len)
 {
@@ -242,10 +236,7 @@ EXPORT int plain_fscanf(FILE *stream, const char *format, ...) __asm__("fscanf")
 
 EXPORT int plain_vfscanf(FILE *stream, const char *format, va_list ap)
 {
-	static int (*real)(FILE *, const char *, va_list);
-
-	if (!real)
-		real = (int (*)(FILE *, const char *, va_list))stasis_next_symbol("vfscanf");
+	REAL(vfscanf);
 	prepare_stream(stream);
 	return real(stream, format, ap);
 }

@@ -39,14 +39,12 @@
 #include "runtime.h"
 #include "arena.h"
 #include "maps.h"
-#include "preload.h"
+#include "interpose.h"
 #include "threads.h"
 
 #ifndef PR_SET_MDWE
 #define PR_SET_MDWE 65 /* Linux 6.3, include/uapi/linux/prctl.h */
 #endif
-
-#define CALLER ((uintptr_t)__builtin_return_address(0))
 
 /* Any thread: protections and advice are the program's whoever calls. */
 static inline bool from_program(uintptr_t caller)
@@ -221,23 +219,17 @@ EXPORT int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
 
 EXPORT int pkey_alloc(unsigned int flags, unsigned int access)
 {
-	static int (*real)(unsigned int, unsigned int);
-
 	if (from_program(CALLER))
 		session_unsupported("memory protection keys (pkey_alloc)");
-	if (!real)
-		real = (int (*)(unsigned int, unsigned int))stasis_next_symbol("pkey_alloc");
+	REAL(pkey_alloc);
 	return real(flags, access);
 }
 
 EXPORT void *shmat(int id, const void *addr, int flags)
 {
-	static void *(*real)(int, const void *, int);
-
 	if (from_program(CALLER))
 		session_unsupported("System V shared memory (shmat)");
-	if (!real)
-		real = (void *(*)(int, const void *, int))stasis_next_symbol("shmat");
+	REAL(shmat);
 	return real(id, addr, flags);
 }
 
@@ -245,23 +237,17 @@ EXPORT void *shmat(int id, const void *addr, int flags)
  * there would not be saved. sbrk(0) only asks where the break is. */
 EXPORT int brk(void *addr)
 {
-	static int (*real)(void *);
-
 	if (from_program(CALLER))
 		session_unsupported("brk() (the brk heap is the MPI library's)");
-	if (!real)
-		real = (int (*)(void *))stasis_next_symbol("brk");
+	REAL(brk);
 	return real(addr);
 }
 
 EXPORT void *sbrk(intptr_t increment)
 {
-	static void *(*real)(intptr_t);
-
 	if (increment && from_program(CALLER))
 		session_unsupported("sbrk() (the brk heap is the MPI library's)");
-	if (!real)
-		real = (void *(*)(intptr_t))stasis_next_symbol("sbrk");
+	REAL(sbrk);
 	return real(increment);
 }
 
@@ -300,11 +286,8 @@ EXPORT int prctl(int option, ...)
 
 EXPORT pid_t fork(void)
 {
-	static pid_t (*real)(void);
-
 	if (stasis_active && maps_before_fork() > 0)
 		session_unsupported("fork() of a program with anonymous MAP_SHARED mappings");
-	if (!real)
-		real = (pid_t(*)(void))stasis_next_symbol("fork");
+	REAL(fork);
 	return real();
 }

@@ -3,7 +3,7 @@
 #include <mpi.h>
 
 #include "runtime.h"
-#include "preload.h"
+#include "interpose.h"
 #include "start.h"
 
 
@@ -46,12 +46,9 @@ EXPORT int MPI_Finalize(void)
 
 EXPORT void mpi_init_(MPI_Fint *ierr)
 {
-	static void (*real)(MPI_Fint *);
-
 	stasis_depth++;
 	engine_before_init(NULL, NULL);
-	if (!real)
-		real = (void (*)(MPI_Fint *))stasis_next_symbol("mpi_init_");
+	REAL(mpi_init_);
 	real(ierr);
 	if (*ierr == MPI_SUCCESS)
 		engine_after_init(MPI_THREAD_SINGLE, MPI_THREAD_SINGLE);
@@ -61,13 +58,9 @@ FORTRAN_ALIASES(mpi_init, MPI_INIT)
 
 EXPORT void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
 {
-	static void (*real)(MPI_Fint *, MPI_Fint *, MPI_Fint *);
-
 	stasis_depth++;
 	engine_before_init(NULL, NULL);
-	if (!real)
-		real = (void (*)(MPI_Fint *, MPI_Fint *, MPI_Fint *))stasis_next_symbol(
-			"mpi_init_thread_");
+	REAL(mpi_init_thread_);
 	real(required, provided, ierr);
 	if (*ierr == MPI_SUCCESS)
 		engine_after_init(*required, *provided);
@@ -77,12 +70,9 @@ FORTRAN_ALIASES(mpi_init_thread, MPI_INIT_THREAD)
 
 EXPORT void mpi_finalize_(MPI_Fint *ierr)
 {
-	static void (*real)(MPI_Fint *);
-
 	stasis_depth++;
 	engine_finalize();
-	if (!real)
-		real = (void (*)(MPI_Fint *))stasis_next_symbol("mpi_finalize_");
+	REAL(mpi_finalize_);
 	real(ierr);
 	stasis_depth--;
 }

@@ -24,11 +24,9 @@
 #include <time.h>
 
 #include "runtime.h"
-#include "preload.h"
+#include "interpose.h"
 #include "regions.h"
 #include "sigstate.h"
-
-#define CALLER ((uintptr_t)__builtin_return_address(0))
 
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
@@ -165,43 +163,29 @@ EXPORT int siginterrupt(int sig, int interrupt)
 
 EXPORT int sigwait(const sigset_t *set, int *sig)
 {
-	static int (*real)(const sigset_t *, int *);
-
 	WAITS(set, "sigwait");
-	if (!real)
-		real = (int (*)(const sigset_t *, int *))stasis_next_symbol("sigwait");
+	REAL(sigwait);
 	return real(set, sig);
 }
 
 EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
 {
-	static int (*real)(const sigset_t *, siginfo_t *);
-
 	WAITS(set, "sigwaitinfo");
-	if (!real)
-		real = (int (*)(const sigset_t *, siginfo_t *))stasis_next_symbol("sigwaitinfo");
+	REAL(sigwaitinfo);
 	return real(set, info);
 }
 
 EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
 {
-	static int (*real)(const sigset_t *, siginfo_t *, const struct timespec *);
-
 	WAITS(set, "sigtimedwait");
-	if (!real)
-		real = (int (*)(const sigset_t *, siginfo_t *,
-				const struct timespec *))stasis_next_symbol("sigtimedwait");
+	REAL(sigtimedwait);
 	return real(set, info, timeout);
 }
 
 EXPORT int timer_create(clockid_t clock, struct sigevent *sev, timer_t *id)
 {
-	static int (*real)(clockid_t, struct sigevent *, timer_t *);
-
 	if (stasis_active && stasis_depth == 0 && regions_app_code(CALLER))
 		session_unsupported("POSIX timers (timer_create)");
-	if (!real)
-		real = (int (*)(clockid_t, struct sigevent *, timer_t *))stasis_next_symbol(
-		    "timer_create");
+	REAL(timer_create);
 	return real(clock, sev, id);
 }

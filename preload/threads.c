@@ -9,17 +9,10 @@
 #include <time.h>
 
 #include "runtime.h"
-#include "preload.h"
+#include "interpose.h"
 #include "regions.h"
 #include "threads.h"
 #include "tls.h"
-
-#define CALLER ((uintptr_t)__builtin_return_address(0))
-/* The next definition of fn, found once. */
-#define REAL(fn)                                                                                   \
-	static __typeof__(fn) *real;                                                               \
-	if (!real)                                                                                 \
-	real = (__typeof__(fn) *)stasis_next_symbol(#fn)
 
 EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 			  void *(*start)(void *), void *arg)

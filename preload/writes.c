@@ -2,7 +2,7 @@
  * write family, truncation and hole punching on the program's descriptors,
  * and stdio streams open for writing sent back by fseek and the like (their
  * writes happen inside libc, unseen). Each looks before the real call, on
- * the rule of files.c for what is the program's. */
+ * the rule of files.c for what is the program's (interpose.h). */
 #undef _FILE_OFFSET_BITS
 #define _LARGEFILE64_SOURCE
 #include <fcntl.h>
@@ -14,22 +14,8 @@
 
 #include "runtime.h"
 #include "fds.h"
-#include "preload.h"
+#include "interpose.h"
 #include "regions.h"
-
-#define CALLER ((uintptr_t)__builtin_return_address(0))
-
-/* The next definition of fn, found once. */
-#define REAL(fn)                                                                                   \
-	static __typeof__(fn) *real;                                                               \
-	if (!real)                                                                                 \
-	real = (__typeof__(fn) *)stasis_next_symbol(#fn)
-
-static inline bool program_call(uintptr_t caller)
-{
-	return __builtin_expect(stasis_active, 0) && stasis_depth == 0 && stasis_on_main_thread() &&
-	       regions_app_code(caller);
-}
 
 /* A descriptor of the program's range, while a checkpoint holds written
  * files: only then can a write change what a checkpoint holds. */
@@ -44,7 +30,7 @@ EXPORT int fseek(FILE *fp, long offset, int whence)
 	REAL(fseek);
 	int ret = real(fp, offset, whence);
 
-	if (!ret && fds_watching() && program_call(CALLER))
+	if (!ret && fds_watching() && for_application_main_thread(CALLER))
 		fds_stream_positioned(fp);
 	return ret;
 }
@@ -54,7 +40,7 @@ EXPORT int fseeko(FILE *fp, off_t offset, int whence)
 	REAL(fseeko);
 	int ret = real(fp, offset, whence);
 
-	if (!ret && fds_watching() && program_call(CALLER))
+	if (!ret && fds_watching() && for_application_main_thread(CALLER))
 		fds_stream_positioned(fp);
 	return ret;
 }
@@ -64,7 +50,7 @@ EXPORT int fseeko64(FILE *fp, off64_t offset, int whence)
 	REAL(fseeko64);
 	int ret = real(fp, offset, whence);
 
-	if (!ret && fds_watching() && program_call(CALLER))
+	if (!ret && fds_watching() && for_application_main_thread(CALLER))
 		fds_stream_positioned(fp);
 	return ret;
 }
@@ -74,7 +60,7 @@ EXPORT int fsetpos(FILE *fp, const fpos_t *pos)
 	REAL(fsetpos);
 	int ret = real(fp, pos);
 
-	if (!ret && fds_watching() && program_call(CALLER))
+	if (!ret && fds_watching() && for_application_main_thread(CALLER))
 		fds_stream_positioned(fp);
 	return ret;
 }
@@ -84,7 +70,7 @@ EXPORT int fsetpos64(FILE *fp, const fpos64_t *pos)
 	REAL(fsetpos64);
 	int ret = real(fp, pos);
 
-	if (!ret && fds_watching() && program_call(CALLER))
+	if (!ret && fds_watching() && for_application_main_thread(CALLER))
 		fds_stream_positioned(fp);
 	return ret;
 }
@@ -93,7 +79,7 @@ EXPORT void rewind(FILE *fp)
 {
 	REAL(rewind);
 	real(fp);
-	if (fds_watching() && program_call(CALLER))
+	if (fds_watching() && for_application_main_thread(CALLER))
 		fds_stream_positioned(fp);
 }
 
@@ -101,7 +87,7 @@ EXPORT void rewind(FILE *fp)
 
 #define WILL_WRITE(fd, offset)                                                                     \
 	do {                                                                                       \
-		if (in_range(fd) && program_call(CALLER))                                          \
+		if (in_range(fd) && for_application_main_thread(CALLER))                           \
 			fds_will_write(fd, offset);                                                \
 	} while (0)
 
@@ -186,7 +172,7 @@ EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t count)
 EXPORT int ftruncate(int fd, off_t length)
 {
 	REAL(ftruncate);
-	if (in_range(fd) && program_call(CALLER))
+	if (in_range(fd) && for_application_main_thread(CALLER))
 		fds_will_cut(fd, length);
 	return real(fd, length);
 }
@@ -194,7 +180,7 @@ EXPORT int ftruncate(int fd, off_t length)
 EXPORT int ftruncate64(int fd, off64_t length)
 {
 	REAL(ftruncate64);
-	if (in_range(fd) && program_call(CALLER))
+	if (in_range(fd) && for_application_main_thread(CALLER))
 		fds_will_cut(fd, length);
 	return real(fd, length);
 }
@@ -202,7 +188,7 @@ EXPORT int ftruncate64(int fd, off64_t length)
 EXPORT int truncate(const char *path, off_t length)
 {
 	REAL(truncate);
-	if (program_call(CALLER))
+	if (for_application_main_thread(CALLER))
 		fds_will_cut_path(path, length);
 	return real(path, length);
 }
@@ -210,7 +196,7 @@ EXPORT int truncate(const char *path, off_t length)
 EXPORT int truncate64(const char *path, off64_t length)
 {
 	REAL(truncate64);
-	if (program_call(CALLER))
+	if (for_application_main_thread(CALLER))
 		fds_will_cut_path(path, length);
 	return real(path, length);
 }
@@ -221,7 +207,7 @@ EXPORT int truncate64(const char *path, off64_t length)
 EXPORT int fallocate(int fd, int mode, off_t offset, off_t len)
 {
 	REAL(fallocate);
-	if ((mode & FALLOC_CHANGES) && in_range(fd) && program_call(CALLER))
+	if ((mode & FALLOC_CHANGES) && in_range(fd) && for_application_main_thread(CALLER))
 		fds_will_cut(fd, offset);
 	return real(fd, mode, offset, len);
 }
@@ -229,7 +215,7 @@ EXPORT int fallocate(int fd, int mode, off_t offset, off_t len)
 EXPORT int fallocate64(int fd, int mode, off64_t offset, off64_t len)
 {
 	REAL(fallocate64);
-	if ((mode & FALLOC_CHANGES) && in_range(fd) && program_call(CALLER))
+	if ((mode & FALLOC_CHANGES) && in_range(fd) && for_application_main_thread(CALLER))
 		fds_will_cut(fd, offset);
 	return real(fd, mode, offset, len);
 }

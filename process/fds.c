@@ -450,7 +450,7 @@ void fds_mark_overwritten(const char *path, int64_t at, uint64_t size, uint64_t 
 	close(fd);
 }
 
-static void path_of(int fd, char *path, size_t len)
+void fds_path_of(int fd, char *path, size_t len)
 {
 	char link[64];
 	ssize_t n;
@@ -480,7 +480,7 @@ void fds_will_write(int fd, int64_t offset)
 		offset = lseek(fd, 0, SEEK_CUR);
 	if (offset < 0 || (uint64_t)offset >= size)
 		return;
-	path_of(fd, path, sizeof(path));
+	fds_path_of(fd, path, sizeof(path));
 	fds_mark_overwritten(path, offset, size, id);
 }
 
@@ -493,7 +493,7 @@ void fds_will_cut(int fd, int64_t from)
 	if (fd < 3 || !sl || sl->state != SLOT_PROGRAM || overwrite_said ||
 	    !checkpointed_size(sl->dev, sl->ino, &size, &id) || from < 0 || (uint64_t)from >= size)
 		return;
-	path_of(fd, path, sizeof(path));
+	fds_path_of(fd, path, sizeof(path));
 	fds_mark_overwritten(path, from, size, id);
 }
 

@@ -122,6 +122,8 @@ struct fds_slot {
 	uint64_t dev, ino; /* of the file, when it was opened */
 };
 const struct fds_slot *fds_slot(int fd);
+/* The path fd names now (/proc/self/fd), "" when unknown. */
+void fds_path_of(int fd, char *path, size_t len);
 /* Install a restored descriptor: k (open, above the range) becomes fd; k
  * is closed. 0 or -errno. */
 int fds_install(int k, int fd, uint32_t desc, int std_of, bool cloexec);

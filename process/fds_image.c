@@ -88,16 +88,6 @@ static int program_streams(FILE **out, int max)
 	return n;
 }
 
-static void path_of(int fd, char *path, size_t len)
-{
-	char link[64];
-	ssize_t n;
-
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, path, len - 1);
-	path[n > 0 ? n : 0] = 0;
-}
-
 /* One record for descriptor fd, its path appended to paths. */
 static int describe(int fd, const struct fds_slot *sl, struct file_record *r, struct buf *paths,
 		    char *err, size_t errlen)
@@ -115,7 +105,7 @@ static int describe(int fd, const struct fds_slot *sl, struct file_record *r, st
 	}
 	r->flags = (uint32_t)fl;
 	r->fd_flags = (uint32_t)fdfl;
-	path_of(fd, path, sizeof(path));
+	fds_path_of(fd, path, sizeof(path));
 	if (sl->std_of >= 0) {
 		r->kind = FILE_STANDARD;
 		r->rdev = (uint64_t)sl->std_of;
@@ -486,7 +476,7 @@ static int number_free(int i, char *why, size_t whylen)
 			    recs[i].fd, rec_paths[i], fds_range() - 1);
 		return -EMFILE;
 	}
-	path_of(recs[i].fd, holder, sizeof(holder));
+	fds_path_of(recs[i].fd, holder, sizeof(holder));
 	stasis_errf(why, whylen,
 		    "descriptor %d (%s) is held by the restarted process already (%s, open before "
 		    "stasis loaded)",

@@ -71,7 +71,7 @@ unsigned char *red_buf(enum red_buf_use use, size_t bytes)
 
 int red_data_read(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len)
 {
-	int ret = lf_read(&io->lf, lo, buf, len);
+	int ret = lfile_read(&io->lf, lo, buf, len);
 
 	if (!ret && io->crc)
 		red_crc_feed(io->crc, &io->lf, lo, buf, len);
@@ -107,7 +107,7 @@ void red_data_note(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t 
 int red_data_write(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len)
 {
 	red_data_note(io, lo, buf, len);
-	return lf_write(&io->lf, lo, buf, len);
+	return lfile_write(&io->lf, lo, buf, len);
 }
 
 bool red_data_place(const struct lfile *lf, uint64_t lo, size_t len, int *fd, uint64_t *off,

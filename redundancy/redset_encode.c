@@ -21,7 +21,7 @@
 static int open_mine(const char *dir, const char *const *names, int n, struct lfile *lf, char *err,
 		     size_t errlen)
 {
-	int ret = lf_alloc(lf, n);
+	int ret = lfile_alloc(lf, n);
 	struct stat st;
 
 	for (int i = 0; !ret && i < n; i++) {
@@ -259,7 +259,7 @@ out:
 		if (ret)
 			unlink(tmp); /* our own temporary, never a user file */
 	}
-	lf_close(&io.lf);
+	lfile_close(&io.lf);
 	red_meta_free(&m);
 	red_crc_free(&crcs);
 	share_free(&sh);

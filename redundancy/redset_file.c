@@ -61,7 +61,7 @@ int full_pwrite(int fd, const void *buf, size_t len, uint64_t off)
 /* Logical offset -> (file, offset) over the member's files in order; the
  * part past the last file is the logical zero padding (read as zeros,
  * never written). */
-static int lf_io(const struct lfile *lf, uint64_t off, unsigned char *p, size_t len, bool write)
+static int lfile_io(const struct lfile *lf, uint64_t off, unsigned char *p, size_t len, bool write)
 {
 	uint64_t start = 0;
 	int ret;
@@ -86,17 +86,17 @@ static int lf_io(const struct lfile *lf, uint64_t off, unsigned char *p, size_t 
 	return 0;
 }
 
-int lf_read(const struct lfile *lf, uint64_t off, void *buf, size_t len)
+int lfile_read(const struct lfile *lf, uint64_t off, void *buf, size_t len)
 {
-	return lf_io(lf, off, buf, len, false);
+	return lfile_io(lf, off, buf, len, false);
 }
 
-int lf_write(const struct lfile *lf, uint64_t off, const void *buf, size_t len)
+int lfile_write(const struct lfile *lf, uint64_t off, const void *buf, size_t len)
 {
-	return lf_io(lf, off, (unsigned char *)buf, len, true);
+	return lfile_io(lf, off, (unsigned char *)buf, len, true);
 }
 
-void lf_close(struct lfile *lf)
+void lfile_close(struct lfile *lf)
 {
 	for (int i = 0; i < lf->n; i++)
 		if (lf->fd && lf->fd[i] >= 0)
@@ -106,7 +106,7 @@ void lf_close(struct lfile *lf)
 	memset(lf, 0, sizeof(*lf));
 }
 
-int lf_alloc(struct lfile *lf, int n)
+int lfile_alloc(struct lfile *lf, int n)
 {
 	lf->n = n;
 	lf->fd = malloc(sizeof(int) * (n ? n : 1));

@@ -111,13 +111,13 @@ struct lfile {
 	uint64_t total;
 };
 
-int lf_read(const struct lfile *lf, uint64_t off, void *buf, size_t len);
-int lf_write(const struct lfile *lf, uint64_t off, const void *buf, size_t len);
+int lfile_read(const struct lfile *lf, uint64_t off, void *buf, size_t len);
+int lfile_write(const struct lfile *lf, uint64_t off, const void *buf, size_t len);
 int full_pread(int fd, void *buf, size_t len, uint64_t off);
 int full_pwrite(int fd, const void *buf, size_t len, uint64_t off);
-/* lf_alloc: n files, none open yet; lf_close closes what is open. */
-int lf_alloc(struct lfile *lf, int n);
-void lf_close(struct lfile *lf);
+/* lfile_alloc: n files, none open yet; lfile_close closes what is open. */
+int lfile_alloc(struct lfile *lf, int n);
+void lfile_close(struct lfile *lf);
 
 struct redset {
 	const struct codec_ops *ops;

@@ -22,7 +22,7 @@
  * exchange has read them. */
 static bool open_recorded(const char *dir, const struct member_info *mi, struct lfile *lf)
 {
-	bool ok = !lf_alloc(lf, mi->nfiles);
+	bool ok = !lfile_alloc(lf, mi->nfiles);
 	struct stat st;
 
 	for (int i = 0; ok && i < mi->nfiles; i++) {
@@ -38,7 +38,7 @@ static bool open_recorded(const char *dir, const struct member_info *mi, struct 
 		free(path);
 	}
 	if (!ok)
-		lf_close(lf);
+		lfile_close(lf);
 	return ok;
 }
 
@@ -116,7 +116,7 @@ static int bcast_meta(const struct redset *rs, int root, struct set_meta *m)
 static int open_rebuilt(const char *dir, const struct member_info *mi, struct lfile *lf,
 			char *err, size_t errlen)
 {
-	int ret = lf_alloc(lf, mi->nfiles);
+	int ret = lfile_alloc(lf, mi->nfiles);
 
 	if (mkdir(dir, 0700) && errno != EEXIST) {
 		stasis_errf(err, errlen, "mkdir %s: %s", dir, strerror(errno));
@@ -265,7 +265,7 @@ static void drop_outputs(const char *dir, const char *tmp, const struct member_i
 {
 	if (data_new) {
 		remove_rebuilt(dir, mi);
-		lf_close(&io->lf);
+		lfile_close(&io->lf);
 		red_crc_free(crcs);
 		io->crc = NULL;
 		io->corrupt_at = UINT64_MAX;
@@ -354,7 +354,7 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 	have = have_mine && open_recorded(dir, &m.m[rs->me], &io.lf) &&
 	       !red_crc_init(&mine_crcs, &io.lf, m.chunk);
 	if (!have)
-		lf_close(&io.lf);
+		lfile_close(&io.lf);
 	io.crc = have ? &mine_crcs : NULL;
 	ret = redset_mpi_ret(PMPI_Allgather(&have, 1, MPI_INT, flags, 1, MPI_INT, rs->comm));
 	if (ret)
@@ -412,7 +412,7 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 			break;
 		drop_outputs(dir, tmp, &m.m[rs->me], &io, &crcs, data_new, red_new);
 		if (flags[3 * rs->me + 1])
-			lf_close(&io.lf);
+			lfile_close(&io.lf);
 		if (flags[3 * rs->me + 2] && io.red_fd >= 0) {
 			close(io.red_fd);
 			io.red_fd = -1;
@@ -448,7 +448,7 @@ out:
 		drop_outputs(dir, tmp, &m.m[rs->me], &io, &crcs, data_new, red_new);
 	if (io.red_fd >= 0)
 		close(io.red_fd);
-	lf_close(&io.lf);
+	lfile_close(&io.lf);
 	red_meta_free(&m);
 	red_crc_free(&crcs);
 	red_crc_free(&mine_crcs);

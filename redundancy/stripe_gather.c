@@ -134,7 +134,7 @@ static void write_pos(struct engine *e, struct slot *sl, int pos, uint64_t off, 
 	if (pos < e->d) {
 		red_data_note(io, lo, sl->buf, len);
 		if (!red_data_place(&io->lf, lo, len, &fd, &at, &n)) {
-			keep_err(io, lf_write(&io->lf, lo, sl->buf, len));
+			keep_err(io, lfile_write(&io->lf, lo, sl->buf, len));
 			n = 0;
 		}
 		sl->w = (struct red_write){.fd = fd, .buf = sl->buf, .len = n, .off = at};

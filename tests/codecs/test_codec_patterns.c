@@ -319,7 +319,7 @@ static int crc_trial(const char *dir, int trial)
 	struct red_crc t;
 	int order[400];
 
-	CHECK(!lf_alloc(&lf, n), "lf_alloc");
+	CHECK(!lfile_alloc(&lf, n), "lfile_alloc");
 	for (int i = 0; i < n; i++) {
 		char path[600];
 
@@ -378,7 +378,7 @@ static int crc_trial(const char *dir, int trial)
 	for (int i = 0; i < n; i++)
 		free(data[i]);
 	free(all);
-	lf_close(&lf);
+	lfile_close(&lf);
 	return ret;
 }
 

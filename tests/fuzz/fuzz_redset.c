@@ -48,12 +48,12 @@ static void write_file(const struct codec_ops *ops, int p, int me, int k, const 
 	for (int x = 0; x < p; x++) {
 		struct lfile lf = {0};
 
-		lf_alloc(&lf, 1);
+		lfile_alloc(&lf, 1);
 		lf.size[0] = lf.total = 4096 * (x + 1) + 100;
 		rs.me = x;
 		rec[x] = red_build_record(&rs, names, 1, &lf, &crc, &len[x]);
 		m.blob_len += len[x];
-		lf_close(&lf);
+		lfile_close(&lf);
 	}
 	rs.me = me;
 	m.blob = malloc(m.blob_len);
