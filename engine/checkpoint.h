@@ -21,9 +21,12 @@ struct saved_state {
 };
 _Static_assert(sizeof(struct saved_state) <= STASIS_STATE_MAX, "saved state too big");
 
-/* Collective over the world, at a safe point with no message in flight.
- * Captures the registers, writes this rank's image, commits in two phases
- * and drops checkpoints beyond STASIS_KEEP. Returns 0 when committed,
+/* Collective over the world, once the coordinator stopped every rank and
+ * the drain left no message in flight (mpi/coord.h, mpi/drain.h): the
+ * parts' STOP and QUIESCE stages, the registers captured, this rank's image
+ * written, a commit in two phases, checkpoints beyond STASIS_KEEP dropped,
+ * then THAW and RESUMED (session/part.h). Handed to the coordinator as its
+ * coord_take_fn. Returns 0 when committed,
  * CHECKPOINT_RESUMED when a restart has just resumed here, or -errno when
  * this checkpoint failed (logged; the previous ones stay intact and the
  * run goes on). */

@@ -1,4 +1,4 @@
-#define LOG_PREFIX "space: "
+#define LOG_PREFIX "diskspace: "
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-/* Room on the checkpoint disks (issue 11). A checkpoint needs room for its
+/* Room on the checkpoint disks when they fill up. A checkpoint needs room for its
  * files while every checkpoint kept stays whole; when a filesystem is
  * nearly full, an incremental image can leave a chain that no full image
  * can ever replace (the chain stays until a full one is complete). So,
