@@ -40,7 +40,7 @@
 #include <isa-l.h>
 #include <mpi.h>
 
-#include "redset.h"
+#include "redundancy.h"
 
 extern char **environ;
 

@@ -14,7 +14,7 @@
 #include "log.h"
 #include "maps.h"
 #include "libraries.h"
-#include "redset.h"
+#include "redundancy.h"
 #include "regions.h"
 #include "retention.h"
 #include "trigger.h"

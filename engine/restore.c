@@ -17,7 +17,7 @@
 #include "log.h"
 #include "maps.h"
 #include "libraries.h"
-#include "redset.h"
+#include "redundancy.h"
 #include "regions.h"
 #include "restore.h"
 #include "restore_read.h"

@@ -16,7 +16,7 @@
 #include "image.h"
 #include "log.h"
 #include "maps.h"
-#include "redset.h"
+#include "redundancy.h"
 #include "restore.h"
 #include "trigger.h"
 #include "session.h"

@@ -20,7 +20,7 @@
 
 #include <isa-l.h>
 
-#include "redset_int.h"
+#include "internal.h"
 
 struct sim {
 	int p, k;

@@ -21,7 +21,7 @@
 
 #include "fault.h"
 #include "log.h"
-#include "redset.h"
+#include "redundancy.h"
 
 #define MAXF 3
 

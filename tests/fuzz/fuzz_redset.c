@@ -9,7 +9,7 @@
 #include <isa-l/crc64.h>
 
 #include "fuzz.h"
-#include "redset_int.h"
+#include "internal.h"
 
 static const struct codec_ops *const codecs[] = {&codec_single_ops, &codec_partner_ops,
 						 &codec_xor_ops, &codec_rs_ops};

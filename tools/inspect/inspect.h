@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "format.h"
-#include "redset.h"
+#include "redundancy.h"
 
 enum file_state { FILE_ABSENT, FILE_OK, FILE_BAD };
 

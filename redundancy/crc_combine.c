@@ -20,7 +20,7 @@
 
 #define LOG_PREFIX "redset: "
 #include "log.h"
-#include "redset_int.h"
+#include "internal.h"
 
 /* zeros[i]: the register after 2^i zero bytes, as 64 columns (column b is
  * the image of bit b). */

@@ -7,7 +7,7 @@
 
 #define LOG_PREFIX "redset: "
 #include "log.h"
-#include "redset_int.h"
+#include "internal.h"
 
 uint64_t stripe_chunk(int p, int k, uint64_t max_logical)
 {

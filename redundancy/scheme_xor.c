@@ -10,7 +10,7 @@
 
 #define LOG_PREFIX "redset: "
 #include "log.h"
-#include "redset_int.h"
+#include "internal.h"
 
 static int xor_prepare(int p, int k, struct stripe_plan *pl)
 {

@@ -26,14 +26,14 @@
  * checksums (member x's payload section pos - (p - k)). Every member thus
  * holds one position of every stripe: p - k data chunks and k checksum
  * chunks. */
-#ifndef STASIS_REDSET_INT_H
-#define STASIS_REDSET_INT_H
+#ifndef STASIS_REDUNDANCY_INTERNAL_H
+#define STASIS_REDUNDANCY_INTERNAL_H
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "redset.h"
+#include "redundancy.h"
 #include "fsutil.h"
 #include "log.h"
 

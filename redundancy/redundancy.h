@@ -5,8 +5,8 @@
  * codec_rs.c behind one ops table). All MPI calls inside stasis use the
  * PMPI_ entry points (the MPI_ names are stasis's own wrappers).
  * Functions return 0 or -errno; err gets one line naming the cause. */
-#ifndef STASIS_REDSET_H
-#define STASIS_REDSET_H
+#ifndef STASIS_REDUNDANCY_H
+#define STASIS_REDUNDANCY_H
 
 #include <mpi.h>
 #include <stdbool.h>

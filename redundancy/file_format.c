@@ -14,7 +14,7 @@
 
 #include <isa-l.h>
 
-#include "redset_int.h"
+#include "internal.h"
 
 #define META_MAX (64u << 20) /* sanity bound on a stored records blob */
 

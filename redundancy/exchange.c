@@ -38,7 +38,7 @@
 
 #define LOG_PREFIX "redset: "
 #include "log.h"
-#include "redset_int.h"
+#include "internal.h"
 
 #define DEPTH 2		     /* pieces in flight per task */
 #define POLITE_MAX_NS 200000 /* longest sleep between polls when oversubscribed */

@@ -14,7 +14,7 @@
 #define LOG_PREFIX "redset: "
 #include "fault.h"
 #include "log.h"
-#include "redset_int.h"
+#include "internal.h"
 
 /* Opens this member's files for reading, with their sizes. Their crc64 is
  * computed later, as the exchange reads them. */

@@ -12,7 +12,7 @@
 
 #define LOG_PREFIX "redset: "
 #include "log.h"
-#include "redset_int.h"
+#include "internal.h"
 
 /* Coefficients of the erased positions as combinations of the contributing
  * positions: with G the p x (p-k) generator (identity on top) and B the

@@ -6,7 +6,7 @@
 
 #define LOG_PREFIX "redset: "
 #include "log.h"
-#include "redset_int.h"
+#include "internal.h"
 
 static int single_check(const struct redset_params *prm, int p, int *param, char *err,
 			size_t errlen)

@@ -15,7 +15,7 @@
 #define LOG_PREFIX "redset: "
 #include "fault.h"
 #include "log.h"
-#include "redset_int.h"
+#include "internal.h"
 
 /* Opens this member's files at their recorded sizes, or false (they are
  * then rebuilt). Their crc64 is checked by check_mine(), after the

@@ -14,7 +14,7 @@
 
 #define LOG_PREFIX "redset: "
 #include "log.h"
-#include "redset_int.h"
+#include "internal.h"
 
 static const struct codec_ops *const codecs[] = {
 	&codec_single_ops,

@@ -10,7 +10,7 @@
 
 #define LOG_PREFIX "redset: "
 #include "log.h"
-#include "redset_int.h"
+#include "internal.h"
 
 #define PARTNER_PIECE (256u * 1024u)
 

@@ -29,7 +29,7 @@
 
 #define LOG_PREFIX "redset: "
 #include "log.h"
-#include "redset_int.h"
+#include "internal.h"
 
 #define HUGE_BYTES (2u << 20)
 #define QUEUE_DEPTH 64

@@ -11,7 +11,7 @@
 
 #include <isa-l.h>
 
-#include "redset_int.h"
+#include "internal.h"
 
 static const struct codec_ops *const codecs[] = {
 	&codec_single_ops,
