@@ -1,5 +1,5 @@
-/* Aggregate throughput of the xor and rs redundancy codecs (redset_encode
- * and redset_rebuild) over all ranks, side by side with a plain cp of the
+/* Aggregate throughput of the xor and rs redundancy codecs (redundancy_encode
+ * and redundancy_rebuild) over all ranks, side by side with a plain cp of the
  * same files to the same filesystem, measured in the same run:
  *
  *   mpirun -np 8 --oversubscribe --mca mpi_yield_when_idle 1 codec_perf [MiB per rank] [dir]
@@ -173,16 +173,16 @@ struct result {
 
 static int run(const char *dir, const char *scheme, int p, int k, bool with_cp, struct result *res)
 {
-	struct redset_params prm = {.scheme = scheme, .set_size = p, .rs_k = k, .replicas = 1};
-	struct redset *rs;
+	struct redundancy_params prm = {.scheme = scheme, .set_size = p, .rs_k = k, .replicas = 1};
+	struct redundancy_set *rs;
 	char err[512], img[700], red[700], copy[700], name[64], redname[64];
 	const char *names[1] = {name};
 	int domain, ret, me_in_set = rank % p;
 	bool lose = me_in_set >= 1 && me_in_set <= k;
 	double t0;
 
-	redset_domain(MPI_COMM_WORLD, "1", &domain, err, sizeof(err));
-	ret = redset_create(MPI_COMM_WORLD, domain, &prm, &rs, err, sizeof(err));
+	redundancy_domain(MPI_COMM_WORLD, "1", &domain, err, sizeof(err));
+	ret = redundancy_set_create(MPI_COMM_WORLD, domain, &prm, &rs, err, sizeof(err));
 	if (ret) {
 		if (!rank)
 			fprintf(stderr, "create: %s\n", err);
@@ -203,7 +203,7 @@ static int run(const char *dir, const char *scheme, int p, int k, bool with_cp, 
 		unlink(red);
 		MPI_Barrier(MPI_COMM_WORLD);
 		t0 = now();
-		ret = redset_encode(rs, dir, names, 1, redname, err, sizeof(err));
+		ret = redundancy_encode(rs, dir, names, 1, redname, err, sizeof(err));
 		res->enc[rep] = span(t0, now());
 		if (ret) {
 			fprintf(stderr, "rank %d: encode: %s\n", rank, err);
@@ -216,13 +216,13 @@ static int run(const char *dir, const char *scheme, int p, int k, bool with_cp, 
 		}
 		MPI_Barrier(MPI_COMM_WORLD);
 		t0 = now();
-		ret = redset_rebuild(rs, dir, redname, !lose, err, sizeof(err));
+		ret = redundancy_rebuild(rs, dir, redname, !lose, err, sizeof(err));
 		res->reb[rep] = span(t0, now());
 		if (ret)
 			fprintf(stderr, "rank %d: rebuild: %s\n", rank, err);
 		res->n = rep + 1;
 	}
-	redset_free(rs);
+	redundancy_set_free(rs);
 	return ret;
 }
 

@@ -233,7 +233,7 @@ static int encode(struct session *s, uint64_t id, char *err, size_t errlen)
 
 	store_name(s->rank, id, STORE_IMAGE, image, sizeof(image));
 	store_name(s->rank, id, STORE_REDUNDANCY, red, sizeof(red));
-	return redset_encode(s->redset, s->store.dir, names, 1, red, err, errlen);
+	return redundancy_encode(s->redset, s->store.dir, names, 1, red, err, errlen);
 }
 
 static bool no_space(int ret)

@@ -199,7 +199,7 @@ static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
 		PMPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_LAND, s->comm);
 		if (!all_have) {
 			store_name(s->rank, id, STORE_REDUNDANCY, red, sizeof(red));
-			ok = redset_rebuild(s->redset, s->store.dir, red, have, why, len) == 0;
+			ok = redundancy_rebuild(s->redset, s->store.dir, red, have, why, len) == 0;
 			PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, s->comm);
 			if (!ok)
 				return -EUCLEAN;

@@ -136,7 +136,7 @@ static uint64_t first_free_id(struct session *s)
 void engine_after_init(int required, int provided)
 {
 	struct session *s = session_storage();
-	struct redset_params rp;
+	struct redundancy_params rp;
 	char err[1024] = "";
 	int ret;
 	bool mine;
@@ -176,7 +176,7 @@ void engine_after_init(int required, int provided)
 		pr_info("dirty-page tracking: %s (STASIS_DIRTY=%s)",
 			s->dirty ? s->dirty->name : "off", s->cfg.dirty);
 	if (!ret)
-		ret = redset_domain(MPI_COMM_WORLD, s->cfg.failure_domain, &s->node, err, sizeof(err));
+		ret = redundancy_domain(MPI_COMM_WORLD, s->cfg.failure_domain, &s->node, err, sizeof(err));
 	if (!ret)
 		ret = store_open(&s->store, s->cfg.dir, s->node, s->rank, s->job, true, err,
 				 sizeof(err));
@@ -185,9 +185,9 @@ void engine_after_init(int required, int provided)
 	if (!ret)
 		ret = flush_open(s, err, sizeof(err));
 	if (!ret && strcmp(s->cfg.scheme, "single")) {
-		rp = (struct redset_params){s->cfg.scheme, s->cfg.set_size, s->cfg.rs_k,
+		rp = (struct redundancy_params){s->cfg.scheme, s->cfg.set_size, s->cfg.rs_k,
 					    s->cfg.replicas};
-		ret = redset_create(MPI_COMM_WORLD, s->node, &rp, &s->redset, err, sizeof(err));
+		ret = redundancy_set_create(MPI_COMM_WORLD, s->node, &rp, &s->redset, err, sizeof(err));
 		/* The default scheme on a machine it cannot protect (one node):
 		 * say so and go on unprotected; a scheme asked for is an error. */
 		if (ret && !s->cfg.scheme_explicit) {
@@ -243,7 +243,7 @@ void engine_finalize(void)
 	flush_stop();
 	s->enabled = false;
 	if (s->redset)
-		redset_free(s->redset);
+		redundancy_set_free(s->redset);
 	s->redset = NULL;
 	PMPI_Comm_free(&s->comm);
 	session_publish(false);

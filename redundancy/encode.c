@@ -1,5 +1,5 @@
 /* Encode (DESIGN.md section 6): the collective protocol around
- * codec_ops.run that writes every member's redundancy file - agreeing on
+ * scheme_ops.run that writes every member's redundancy file - agreeing on
  * every step's outcome, exchanging the members' records and the crc64 of
  * their files (computed as the exchange reads them), installing the files
  * only once every member has one. */
@@ -25,7 +25,7 @@ static int open_mine(const char *dir, const char *const *names, int n, struct lf
 	struct stat st;
 
 	for (int i = 0; !ret && i < n; i++) {
-		char *path = red_path_join(dir, names[i], "");
+		char *path = path_join(dir, names[i], "");
 
 		if (!path)
 			return -ENOMEM;
@@ -55,7 +55,7 @@ static int open_mine(const char *dir, const char *const *names, int n, struct lf
  * as another process might. */
 static void truncate_behind(const char *dir, const char *name, const struct lfile *lf)
 {
-	char *path = red_path_join(dir, name, "");
+	char *path = path_join(dir, name, "");
 
 	if (path && lf->n && truncate(path, (off_t)(lf->size[0] / 2)))
 		pr_warn("truncate %s: %s", path, strerror(errno));
@@ -72,7 +72,7 @@ struct crc_share {
 	uint64_t *mine;
 };
 
-static int share_prepare(const struct redset *rs, const struct set_meta *m, struct crc_share *sh)
+static int share_prepare(const struct redundancy_set *rs, const struct set_meta *m, struct crc_share *sh)
 {
 	int total = 0;
 
@@ -98,9 +98,9 @@ static void share_free(struct crc_share *sh)
 	free(sh->mine);
 }
 
-/* As red_agree() (the worst result everywhere, a member that did not fail
+/* As set_agree() (the worst result everywhere, a member that did not fail
  * naming the one that did), and on success every record gets its crcs. */
-static int share_end(const struct redset *rs, struct set_meta *m, struct crc_share *sh, int ret,
+static int share_end(const struct redundancy_set *rs, struct set_meta *m, struct crc_share *sh, int ret,
 		     char *err, size_t errlen, const char *what)
 {
 	int worst = 0, who = 0;
@@ -122,13 +122,13 @@ static int share_end(const struct redset *rs, struct set_meta *m, struct crc_sha
 			    rs->set_id, strerror(-worst));
 	for (int x = 0; !worst && x < rs->p; x++)
 		for (int i = 0; i < m->m[x].nfiles; i++)
-			((struct red_file *)m->m[x].file[i])->crc = sh->all[sh->displs[x] + 1 + i];
+			((struct member_file *)m->m[x].file[i])->crc = sh->all[sh->displs[x] + 1 + i];
 	return worst;
 }
 
 /* Every member gets every member's record (the set is small; keeping all
  * of them in each redundancy file covers any tolerated loss). */
-static int gather_meta(const struct redset *rs, const void *rec, size_t len, struct set_meta *m)
+static int gather_meta(const struct redundancy_set *rs, const void *rec, size_t len, struct set_meta *m)
 {
 	int mine = (int)len, *lens = malloc(sizeof(int) * rs->p),
 	    *displs = malloc(sizeof(int) * rs->p);
@@ -139,7 +139,7 @@ static int gather_meta(const struct redset *rs, const void *rec, size_t len, str
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = redset_mpi_ret(PMPI_Allgather(&mine, 1, MPI_INT, lens, 1, MPI_INT, rs->comm));
+	ret = mpi_ret(PMPI_Allgather(&mine, 1, MPI_INT, lens, 1, MPI_INT, rs->comm));
 	if (ret)
 		goto out;
 	for (int x = 0; x < rs->p; x++) {
@@ -152,10 +152,10 @@ static int gather_meta(const struct redset *rs, const void *rec, size_t len, str
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = redset_mpi_ret(
+	ret = mpi_ret(
 	    PMPI_Allgatherv(rec, mine, MPI_BYTE, m->blob, lens, displs, MPI_BYTE, rs->comm));
 	if (!ret)
-		ret = red_meta_parse(m, rs->p);
+		ret = meta_parse(m, rs->p);
 	for (int x = 0; !ret && x < rs->p; x++)
 		if (m->m[x].logical > m->max_logical)
 			m->max_logical = m->m[x].logical;
@@ -166,15 +166,15 @@ out:
 	return ret;
 }
 
-int redset_encode(struct redset *rs, const char *dir, const char *const *names, int n,
+int redundancy_encode(struct redundancy_set *rs, const char *dir, const char *const *names, int n,
 		  const char *red_name, char *err, size_t errlen)
 {
-	struct codec_io io = {.red_fd = -1, .corrupt_at = UINT64_MAX};
+	struct scheme_io io = {.red_fd = -1, .corrupt_at = UINT64_MAX};
 	struct set_meta m = {0};
-	struct red_crc crcs = {0};
+	struct crc_parts crcs = {0};
 	struct crc_share sh = {0};
 	bool *data_lost = calloc(rs->p, sizeof(bool)), *red_lost = calloc(rs->p, sizeof(bool));
-	char *red = red_path_join(dir, red_name, ""), *tmp = red_path_join(dir, red_name, ".tmp");
+	char *red = path_join(dir, red_name, ""), *tmp = path_join(dir, red_name, ".tmp");
 	void *rec = NULL;
 	size_t reclen = 0;
 	int nsec = rs->ops->nsections(rs), ret;
@@ -187,9 +187,9 @@ int redset_encode(struct redset *rs, const char *dir, const char *const *names, 
 	if (!ret)
 		ret = open_mine(dir, names, n, &io.lf, err, errlen);
 	/* The crcs in the record are filled in by share_end(). */
-	if (!ret && !(rec = red_build_record(rs, names, n, &io.lf, NULL, &reclen)))
+	if (!ret && !(rec = record_build(rs, names, n, &io.lf, NULL, &reclen)))
 		ret = -ENOMEM;
-	ret = red_agree(rs, ret, err, errlen, "reading the files to protect");
+	ret = set_agree(rs, ret, err, errlen, "reading the files to protect");
 	if (ret)
 		goto out;
 
@@ -199,15 +199,15 @@ int redset_encode(struct redset *rs, const char *dir, const char *const *names, 
 	else {
 		ret = fault_hit(FAULT_FAIL_ENCODE_CREATE)
 			  ? -EIO
-			  : red_create(tmp, &io.red_fd, red_layout(rs, &m, rs->me, io.sec, nsec));
+			  : file_create(tmp, &io.red_fd, file_layout(rs, &m, rs->me, io.sec, nsec));
 		if (ret)
 			stasis_errf(err, errlen, "create %s: %s", tmp, strerror(-ret));
 	}
-	if (!ret && (share_prepare(rs, &m, &sh) || red_crc_init(&crcs, &io.lf, m.chunk))) {
+	if (!ret && (share_prepare(rs, &m, &sh) || crc_parts_init(&crcs, &io.lf, m.chunk))) {
 		ret = -ENOMEM;
 		stasis_errf(err, errlen, "out of memory");
 	}
-	ret = red_agree(rs, ret, err, errlen, "creating the redundancy file");
+	ret = set_agree(rs, ret, err, errlen, "creating the redundancy file");
 	if (ret)
 		goto out;
 
@@ -224,7 +224,7 @@ int redset_encode(struct redset *rs, const char *dir, const char *const *names, 
 	if (!ret)
 		ret = io.err;
 	if (!ret)
-		ret = red_crc_finish(&crcs, &io.lf, sh.mine + 1);
+		ret = crc_parts_finish(&crcs, &io.lf, sh.mine + 1);
 	if (ret == -ENODATA)
 		stasis_errf(err, errlen,
 			    "encoding %s (scheme %s) failed: a file to protect shrank "
@@ -237,20 +237,20 @@ int redset_encode(struct redset *rs, const char *dir, const char *const *names, 
 	if (!ret) {
 		ret = fault_hit(FAULT_FAIL_ENCODE_FINISH)
 			  ? -EIO
-			  : red_finish(rs, &m, io.red_fd, io.sec, nsec);
+			  : file_finish(rs, &m, io.red_fd, io.sec, nsec);
 		if (ret)
 			stasis_errf(err, errlen, "writing %s: %s", tmp, strerror(-ret));
 	}
 	/* Rename only once every member has a complete file, so that a set
 	 * never mixes new and old redundancy files after a failed encode. */
-	ret = red_agree(rs, ret, err, errlen, "encoding");
+	ret = set_agree(rs, ret, err, errlen, "encoding");
 	if (!ret && (fault_hit(FAULT_FAIL_ENCODE_INSTALL) || rename(tmp, red))) {
 		ret = -errno;
 		stasis_errf(err, errlen, "rename %s: %s", tmp, strerror(errno));
 	}
 	if (!ret)
 		ret = fsutil_sync_dir(dir);
-	ret = red_agree(rs, ret, err, errlen, "installing the redundancy file");
+	ret = set_agree(rs, ret, err, errlen, "installing the redundancy file");
 	pr_debug("encoded %s: scheme %s, set %d, S %llu, C %llu", red, rs->ops->name, rs->set_id,
 		 (unsigned long long)m.max_logical, (unsigned long long)m.chunk);
 out:
@@ -260,8 +260,8 @@ out:
 			unlink(tmp); /* our own temporary, never a user file */
 	}
 	lf_close(&io.lf);
-	red_meta_free(&m);
-	red_crc_free(&crcs);
+	meta_free(&m);
+	crc_parts_free(&crcs);
 	share_free(&sh);
 	free(rec);
 	free(io.sec);

@@ -1,4 +1,4 @@
-/* The stripe engine over MPI: runs the plans of stripe.c for xor and rs,
+/* The stripe engine over MPI: runs the plans of stripe_plan.c for xor and rs,
  * for encoding (every checksum position "erased") and rebuilding alike.
  *
  * Per stripe, one of its contributors (the last in codeword order) gathers:
@@ -6,9 +6,9 @@
  * them with its own in one kernel call (xor_gen over all sources, or
  * ec_encode_data with the plan's coefficients) and sends each resulting
  * row to the member whose position it is. Every piece so takes two hops
- * whatever the set size, where the chain of redset's reduce-scatter took
+ * whatever the set size, where the reduce-scatter chain of LLNL's redset took
  * p - k, each of which may wait for a scheduling slot when ranks share
- * cores (issue 10: 8 ranks on 2 cores); a piece of rs travels as one row
+ * cores (8 ranks on 2 cores on the test VMs); a piece of rs travels as one row
  * to the gatherer where a chain carried k rows at every link; and the
  * sources are combined in one pass over memory instead of one per link.
  * With no loss the gatherer of stripe s is member s - 1, so that every
@@ -24,7 +24,7 @@
  * deadlock.
  *
  * Source data is read with pread into buffers kept warm for the process
- * (red_io.c), one piece at a time, its crc64 noted there while in cache;
+ * (io.c), one piece at a time, its crc64 noted there while in cache;
  * rows go out through io_uring from the slot that holds them. */
 #include <errno.h>
 #include <stddef.h>
@@ -50,7 +50,7 @@ struct slot {
 	int state;
 	int pending;	    /* receives outstanding */
 	unsigned char *buf; /* sender, sink: a piece; gatherer: ncontrib sources, nerased rows */
-	struct red_write w; /* SLOT_WRITE: buf going to the redundancy file */
+	struct ring_write w; /* SLOT_WRITE: buf going to the redundancy file */
 };
 
 struct task {
@@ -68,8 +68,8 @@ struct task {
 };
 
 struct engine {
-	struct redset *rs;
-	struct codec_io *io;
+	struct redundancy_set *rs;
+	struct scheme_io *io;
 	const struct stripe_kernel *kern;
 	int k, d;
 	size_t piece;
@@ -77,15 +77,10 @@ struct engine {
 	bool polite;
 };
 
-static void keep_err(struct codec_io *io, int ret)
+static void keep_err(struct scheme_io *io, int ret)
 {
 	if (ret && !io->err)
 		io->err = ret;
-}
-
-static int mpi_ret(int rc)
-{
-	return rc == MPI_SUCCESS ? 0 : -EIO;
 }
 
 static int piece_len(const struct engine *e, uint64_t j)
@@ -95,7 +90,7 @@ static int piece_len(const struct engine *e, uint64_t j)
 	return (int)(c - off < e->piece ? c - off : e->piece);
 }
 
-static int gatherer_of(const struct redset *rs, int k, int s, const struct stripe_plan *pl)
+static int gatherer_of(const struct redundancy_set *rs, int k, int s, const struct stripe_plan *pl)
 {
 	return stripe_member(rs->p, k, s, pl->contrib[pl->ncontrib - 1]);
 }
@@ -106,13 +101,13 @@ static int gatherer_of(const struct redset *rs, int k, int s, const struct strip
  * everybody is done. */
 static void read_pos(struct engine *e, int pos, uint64_t off, unsigned char *buf, int len)
 {
-	struct codec_io *io = e->io;
+	struct scheme_io *io = e->io;
 	int ret;
 
 	if (pos < e->d)
-		ret = red_data_read(io, (uint64_t)pos * io->meta->chunk + off, buf, len);
+		ret = io_read_data(io, (uint64_t)pos * io->meta->chunk + off, buf, len);
 	else
-		ret = red_sec_read(io, pos - e->d, off, buf, len);
+		ret = io_read_section(io, pos - e->d, off, buf, len);
 	if (ret) {
 		keep_err(io, ret);
 		memset(buf, 0, len);
@@ -125,30 +120,30 @@ static void read_pos(struct engine *e, int pos, uint64_t off, unsigned char *buf
  * redundancy file. A task's pieces come in order, so the crc64s chain. */
 static void write_pos(struct engine *e, struct slot *sl, int pos, uint64_t off, int len)
 {
-	struct codec_io *io = e->io;
-	struct red_section *sec;
+	struct scheme_io *io = e->io;
+	struct payload_section *sec;
 	uint64_t lo = (uint64_t)pos * io->meta->chunk + off, at;
 	size_t n;
 	int fd;
 
 	if (pos < e->d) {
-		red_data_note(io, lo, sl->buf, len);
-		if (!red_data_place(&io->lf, lo, len, &fd, &at, &n)) {
+		io_note_data(io, lo, sl->buf, len);
+		if (!lf_place(&io->lf, lo, len, &fd, &at, &n)) {
 			keep_err(io, lf_write(&io->lf, lo, sl->buf, len));
 			n = 0;
 		}
-		sl->w = (struct red_write){.fd = fd, .buf = sl->buf, .len = n, .off = at};
+		sl->w = (struct ring_write){.fd = fd, .buf = sl->buf, .len = n, .off = at};
 	} else {
 		sec = &io->sec[pos - e->d];
 		sec->crc = crc64_ecma_refl(sec->crc, sl->buf, len);
-		sl->w = (struct red_write){
+		sl->w = (struct ring_write){
 		    .fd = io->red_fd, .buf = sl->buf, .len = len, .off = sec->offset + off};
 	}
 	sl->state = SLOT_FREE;
 	if (!sl->w.len)
 		return;
 	sl->state = SLOT_WRITE;
-	if (red_write_start(&sl->w)) {
+	if (ring_write_start(&sl->w)) {
 		keep_err(io, sl->w.res);
 		sl->state = SLOT_FREE;
 	}
@@ -157,10 +152,10 @@ static void write_pos(struct engine *e, struct slot *sl, int pos, uint64_t off, 
 /* Frees the slots whose writes finished; the number freed. */
 static int reap_writes(struct engine *e, bool wait)
 {
-	struct red_write *w;
+	struct ring_write *w;
 	int n = 0;
 
-	while ((w = red_write_reap(wait && !n))) {
+	while ((w = ring_write_reap(wait && !n))) {
 		struct slot *sl = (struct slot *)((char *)w - offsetof(struct slot, w));
 
 		keep_err(e->io, w->res);
@@ -173,7 +168,7 @@ static int reap_writes(struct engine *e, bool wait)
 /* This member's part in each stripe with something to rebuild: it
  * gathers, contributes (sends to the gatherer), or owns an erased
  * position (sink). */
-static int make_tasks(const struct redset *rs, int k, const struct stripe_plan *plans,
+static int make_tasks(const struct redundancy_set *rs, int k, const struct stripe_plan *plans,
 		      struct task *tasks)
 {
 	int p = rs->p, n = 0;
@@ -241,7 +236,7 @@ static int combine_send(struct engine *e, struct task *t)
 	uint64_t j = t->next_done++;
 	int w = j % DEPTH, len = piece_len(e, j), ret = 0;
 	struct slot *sl = &t->slot[w];
-	unsigned char *src[RED_MAX_SET], *rows[RED_MAX_SET];
+	unsigned char *src[MAX_SET], *rows[MAX_SET];
 
 	gather_bufs(t, sl, len, src, rows);
 	read_pos(e, t->pos, j * e->piece, src[t->self], len);
@@ -265,7 +260,7 @@ static int post(struct engine *e, struct task *t)
 	int w = j % DEPTH, len = piece_len(e, j), ret = 0;
 	struct slot *sl = &t->slot[w];
 	MPI_Request *req = &t->req[w * t->nreq];
-	unsigned char *src[RED_MAX_SET], *rows[RED_MAX_SET];
+	unsigned char *src[MAX_SET], *rows[MAX_SET];
 
 	if (t->role == SENDER) {
 		read_pos(e, t->pos, j * e->piece, sl->buf, len);
@@ -358,7 +353,7 @@ static int wait_some(struct engine *e, int n, MPI_Request *req, int *nout, int *
 {
 	long ns = 2000;
 
-	if (!e->polite && !red_write_inflight())
+	if (!e->polite && !ring_write_inflight())
 		return mpi_ret(PMPI_Waitsome(n, req, nout, idx, MPI_STATUSES_IGNORE));
 	for (;;) {
 		struct timespec ts = {0, ns};
@@ -366,7 +361,7 @@ static int wait_some(struct engine *e, int n, MPI_Request *req, int *nout, int *
 
 		if (ret || (*nout && *nout != MPI_UNDEFINED))
 			return ret;
-		if (red_write_inflight() && reap_writes(e, *nout == MPI_UNDEFINED)) {
+		if (ring_write_inflight() && reap_writes(e, *nout == MPI_UNDEFINED)) {
 			*nout = 0;
 			return 0;
 		}
@@ -383,7 +378,7 @@ static int wait_some(struct engine *e, int n, MPI_Request *req, int *nout, int *
  * per stripe. Collective over the set; every member must pass the same
  * data_lost/red_lost (agreed before). Local I/O errors land in io->err and
  * the member keeps exchanging (zeros) so that nobody hangs. */
-int stripe_run(struct redset *rs, struct codec_io *io, int k, const struct stripe_kernel *kern,
+int stripe_run(struct redundancy_set *rs, struct scheme_io *io, int k, const struct stripe_kernel *kern,
 	       const bool *data_lost, const bool *red_lost)
 {
 	const int p = rs->p;
@@ -413,7 +408,7 @@ int stripe_run(struct redset *rs, struct codec_io *io, int k, const struct strip
 	req = malloc(sizeof(*req) * (nreq ? nreq : 1));
 	idx = malloc(sizeof(int) * (nreq ? nreq : 1));
 	owner = malloc(sizeof(int) * (nreq ? nreq : 1)); /* request -> task */
-	base = red_buf(RED_BUF_PIECES, bytes ? bytes : 1);
+	base = kept_buf(KEPT_PIECES, bytes ? bytes : 1);
 	if (!req || !idx || !owner || !base) {
 		ret = -ENOMEM;
 		goto out;
@@ -456,7 +451,7 @@ int stripe_run(struct redset *rs, struct codec_io *io, int k, const struct strip
 	}
 out:
 	/* Writes in flight point into the slots: wait for them, error or not. */
-	while (red_write_inflight())
+	while (ring_write_inflight())
 		reap_writes(&e, true);
 	if (plans)
 		stripe_plans_free(p, plans);

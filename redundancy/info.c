@@ -1,6 +1,6 @@
 /* Reading a redundancy file without MPI, for stasis-inspect (redset.h):
  * the header says which scheme and set geometry wrote it; a set of that
- * geometry, without a communicator, then lets red_load check every byte and
+ * geometry, without a communicator, then lets file_load check every byte and
  * the scheme's own feasible() judge a pattern of losses. */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,21 +13,21 @@
 
 #include "internal.h"
 
-static const struct codec_ops *const codecs[] = {
-	&codec_single_ops,
-	&codec_partner_ops,
-	&codec_xor_ops,
-	&codec_rs_ops,
+static const struct scheme_ops *const codecs[] = {
+	&scheme_single,
+	&scheme_partner,
+	&scheme_xor,
+	&scheme_rs,
 };
 
 /* The set described by a header whose crc matched. */
-static int skeleton(const struct red_header *h, struct redset *rs)
+static int skeleton(const struct file_header *h, struct redundancy_set *rs)
 {
 	memset(rs, 0, sizeof(*rs));
 	for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++)
 		if (codecs[i]->id == h->scheme)
 			rs->ops = codecs[i];
-	if (!rs->ops || !h->set_size || h->set_size > RED_MAX_SET || h->set_index >= h->set_size)
+	if (!rs->ops || !h->set_size || h->set_size > MAX_SET || h->set_index >= h->set_size)
 		return -EBADMSG;
 	rs->p = h->set_size;
 	rs->me = h->set_index;
@@ -37,13 +37,13 @@ static int skeleton(const struct red_header *h, struct redset *rs)
 	return 0;
 }
 
-int redset_info_read(const char *path, struct redset_info *out, char *err, size_t errlen)
+int redundancy_info_read(const char *path, struct redundancy_info *out, char *err, size_t errlen)
 {
-	unsigned char page[RED_HEADER_BYTES];
-	struct red_header *h = (void *)page;
-	struct red_section *sec = NULL;
+	unsigned char page[HEADER_BYTES];
+	struct file_header *h = (void *)page;
+	struct payload_section *sec = NULL;
 	struct set_meta m = {0};
-	struct redset rs;
+	struct redundancy_set rs;
 	uint64_t want;
 	int fd, ret;
 
@@ -62,13 +62,13 @@ int redset_info_read(const char *path, struct redset_info *out, char *err, size_
 	}
 	want = h->header_crc;
 	h->header_crc = 0;
-	if (memcmp(h->magic, RED_MAGIC, 8) || h->version != RED_VERSION ||
+	if (memcmp(h->magic, FILE_MAGIC, 8) || h->version != FILE_VERSION ||
 	    crc64_ecma_refl(0, page, sizeof(*h)) != want || skeleton(h, &rs)) {
 		stasis_errf(err, errlen, "%s: not a valid redundancy file (header)", path);
 		return -EBADMSG;
 	}
 	/* The whole file: records and every payload section's crc. */
-	ret = red_load(&rs, path, &m, &sec, &fd, true);
+	ret = file_load(&rs, path, &m, &sec, &fd, true);
 	if (ret) {
 		stasis_errf(err, errlen, "%s: damaged redundancy file (%s)", path,
 			    ret == -EBADMSG ? "checksum or layout mismatch" : strerror(-ret));
@@ -87,8 +87,8 @@ int redset_info_read(const char *path, struct redset_info *out, char *err, size_
 	out->size = calloc(rs.p, sizeof(*out->size));
 	out->crc = calloc(rs.p, sizeof(*out->crc));
 	if (!out->world || !out->name || !out->size || !out->crc) {
-		red_meta_free(&m);
-		redset_info_free(out);
+		meta_free(&m);
+		redundancy_info_free(out);
 		stasis_errf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -100,11 +100,11 @@ int redset_info_read(const char *path, struct redset_info *out, char *err, size_
 			out->crc[x] = m.m[x].file[0]->crc;
 		}
 	}
-	red_meta_free(&m);
+	meta_free(&m);
 	return 0;
 }
 
-void redset_info_free(struct redset_info *info)
+void redundancy_info_free(struct redundancy_info *info)
 {
 	free(info->world);
 	free(info->name);
@@ -113,11 +113,11 @@ void redset_info_free(struct redset_info *info)
 	memset(info, 0, sizeof(*info));
 }
 
-bool redset_info_feasible(const struct redset_info *info, const bool *data_lost,
+bool redundancy_info_feasible(const struct redundancy_info *info, const bool *data_lost,
 			  const bool *red_lost)
 {
-	struct red_header h = {.scheme = 0};
-	struct redset rs;
+	struct file_header h = {.scheme = 0};
+	struct redundancy_set rs;
 
 	for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++)
 		if (!strcmp(codecs[i]->name, info->scheme))

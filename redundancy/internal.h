@@ -1,15 +1,15 @@
-/* Internals shared by redset.c, redset_file.c, redset_rebuild.c, the stripe
- * engine and the scheme files (codec_*.c). Not installed; tests include it
+/* Internals shared by set.c, file_format.c, rebuild.c, the stripe
+ * engine and the scheme files (scheme_*.c). Not installed; tests include it
  * to drive the pure math.
  *
  * Redundancy file <dir>/<red_name> (0600, fsync'd, written as
  * <red_name>.tmp then renamed), all integers little-endian:
- *   [0, 4096)            struct red_header (zero padded)
- *   [4096, ...)          meta: the set's member records (struct red_member,
- *                        its struct red_file entries and their names, each
+ *   [0, 4096)            struct file_header (zero padded)
+ *   [4096, ...)          meta: the set's member records (struct member_record,
+ *                        its struct member_file entries and their names, each
  *                        record padded to 8 bytes) for ALL members of the set,
- *                        then struct red_section[nsections]
- *   4096-aligned         payload sections (struct red_section says where)
+ *                        then struct payload_section[nsections]
+ *   4096-aligned         payload sections (struct payload_section says where)
  * header_crc covers the header with header_crc = 0; meta_crc covers the
  * meta bytes; each section has its own crc64 (crc64_ecma_refl(0, ...)).
  *
@@ -37,16 +37,16 @@
 #include "fsutil.h"
 #include "log.h"
 
-#define RED_MAGIC "STASISRD" /* 8 bytes, no NUL stored */
-#define RED_VERSION 1u
-#define RED_HEADER_BYTES 4096u
-#define RED_MAX_SET 256 /* GF(2^8): codeword length */
+#define FILE_MAGIC "STASISRD" /* 8 bytes, no NUL stored */
+#define FILE_VERSION 1u
+#define HEADER_BYTES 4096u
+#define MAX_SET 256 /* GF(2^8): codeword length */
 
-struct red_header {
+struct file_header {
 	char magic[8];
 	uint32_t version;
-	uint32_t header_size; /* sizeof(struct red_header) */
-	uint32_t scheme;      /* codec_ops.id */
+	uint32_t header_size; /* sizeof(struct file_header) */
+	uint32_t scheme;      /* scheme_ops.id */
 	uint32_t set_size;
 	uint32_t set_index; /* the member that owns this file */
 	uint32_t set_id;
@@ -63,7 +63,7 @@ struct red_header {
 	uint64_t header_crc;
 };
 
-struct red_member {
+struct member_record {
 	uint32_t index;
 	uint32_t world_rank;
 	uint32_t nfiles;
@@ -71,14 +71,14 @@ struct red_member {
 	uint64_t logical_size;
 };
 
-struct red_file {
+struct member_file {
 	uint64_t size;
 	uint64_t crc;
 	uint32_t name_len; /* including the NUL */
 	uint32_t reserved;
 };
 
-struct red_section {
+struct payload_section {
 	uint64_t offset;
 	uint64_t size;
 	uint64_t crc;
@@ -90,7 +90,7 @@ struct member_info {
 	int world_rank;
 	int nfiles;
 	uint64_t logical;
-	const struct red_file **file;
+	const struct member_file **file;
 	const char **name;
 };
 
@@ -119,8 +119,8 @@ int full_pwrite(int fd, const void *buf, size_t len, uint64_t off);
 int lf_alloc(struct lfile *lf, int n);
 void lf_close(struct lfile *lf);
 
-struct redset {
-	const struct codec_ops *ops;
+struct redundancy_set {
+	const struct scheme_ops *ops;
 	MPI_Comm comm; /* the set, ranks in ring order */
 	int p;         /* set size */
 	int me;        /* index in the set */
@@ -130,9 +130,9 @@ struct redset {
 };
 
 /* crc64 of each of a logical file's files, fed by parts as its data passes
- * (red_crc.c): the file is cut into segments of seg bytes, each segment
+ * (crc_combine.c): the file is cut into segments of seg bytes, each segment
  * fed in order (the segments in any order). */
-struct red_crc {
+struct crc_parts {
 	int n; /* files */
 	int nseg;
 	uint64_t seg;
@@ -141,14 +141,14 @@ struct red_crc {
 };
 
 /* What a scheme works on during one encode or rebuild on this member. */
-struct codec_io {
+struct scheme_io {
 	const struct set_meta *meta;
 	struct lfile lf;          /* this member's logical file (read, or written when lost) */
 	int red_fd;		  /* this member's redundancy file */
-	struct red_section *sec;  /* its payload sections; crc accumulated while written */
-	struct red_section *sec_seen; /* sections being checked: crc and bytes read in order */
+	struct payload_section *sec;  /* its payload sections; crc accumulated while written */
+	struct payload_section *sec_seen; /* sections being checked: crc and bytes read in order */
 	int nsec;
-	struct red_crc *crc;	  /* noted as lf's data passes (red_data_*), or NULL */
+	struct crc_parts *crc;	  /* noted as lf's data passes (io_*_data), or NULL */
 	uint64_t corrupt_at;	  /* corrupt-rebuild: logical offset spoilt, UINT64_MAX none */
 	int err;                  /* first local I/O error; the collective still runs on */
 };
@@ -156,23 +156,23 @@ struct codec_io {
 /* A redundancy scheme. data_lost[x] / red_lost[x]: member x lacks its files
  * / its redundancy file. Encode is "rebuild every redundancy file from
  * intact files". */
-struct codec_ops {
+struct scheme_ops {
 	const char *name;
 	uint32_t id;
 	/* Validate params for a set of p members: 0 or -EINVAL with err. */
-	int (*check)(const struct redset_params *prm, int p, int *param, char *err, size_t errlen);
-	int (*tolerance)(const struct redset *rs);
-	uint64_t (*chunk)(const struct redset *rs, uint64_t max_logical);
+	int (*check)(const struct redundancy_params *prm, int p, int *param, char *err, size_t errlen);
+	int (*tolerance)(const struct redundancy_set *rs);
+	uint64_t (*chunk)(const struct redundancy_set *rs, uint64_t max_logical);
 	/* Payload sections of member x: count, and each one's size. */
-	int (*nsections)(const struct redset *rs);
-	uint64_t (*section_size)(const struct redset *rs, const struct set_meta *m, int x, int sec);
-	bool (*feasible)(const struct redset *rs, const bool *data_lost, const bool *red_lost);
-	int (*run)(struct redset *rs, struct codec_io *io, const bool *data_lost, const bool *red_lost);
+	int (*nsections)(const struct redundancy_set *rs);
+	uint64_t (*section_size)(const struct redundancy_set *rs, const struct set_meta *m, int x, int sec);
+	bool (*feasible)(const struct redundancy_set *rs, const bool *data_lost, const bool *red_lost);
+	int (*run)(struct redundancy_set *rs, struct scheme_io *io, const bool *data_lost, const bool *red_lost);
 };
 
-extern const struct codec_ops codec_single_ops, codec_partner_ops, codec_xor_ops, codec_rs_ops;
+extern const struct scheme_ops scheme_single, scheme_partner, scheme_xor, scheme_rs;
 
-/* ---- stripe math (stripe.c, no MPI) ---- */
+/* ---- stripe math (stripe_plan.c, no MPI) ---- */
 
 static inline int stripe_pos(int p, int k, int s, int x)
 {
@@ -190,8 +190,8 @@ static inline int stripe_member(int p, int k, int s, int pos)
 struct stripe_plan {
 	int ncontrib;
 	int nerased;
-	short contrib[RED_MAX_SET];
-	short erased[RED_MAX_SET];
+	short contrib[MAX_SET];
+	short erased[MAX_SET];
 	unsigned char *tables;
 	bool owns_tables;
 };
@@ -219,89 +219,89 @@ uint64_t stripe_chunk(int p, int k, uint64_t max_logical);
  * in cache together. Same on all members for the same p, k. */
 size_t stripe_piece(int p, int k);
 
-/* ---- stripe engine over MPI (stripe_gather.c) ---- */
-int stripe_run(struct redset *rs, struct codec_io *io, int k, const struct stripe_kernel *kern,
+/* ---- stripe engine over MPI (exchange.c) ---- */
+int stripe_run(struct redundancy_set *rs, struct scheme_io *io, int k, const struct stripe_kernel *kern,
 	       const bool *data_lost, const bool *red_lost);
 
-/* ---- common to redset.c, redset_file.c and redset_rebuild.c ---- */
+/* ---- common to set.c, file_format.c and rebuild.c ---- */
 
-#define RED_IO_PIECE (1u << 20) /* buffer of the crc passes over whole files */
+#define PASS_PIECE (1u << 20) /* buffer of the crc passes over whole files */
 
-/* ---- the data path (red_io.c, red_crc.c) ---- */
+/* ---- the data path (io.c, crc_combine.c) ---- */
 
 /* Buffers kept warm for the life of the process, one per use: the
  * exchange's pieces, and the crc passes over whole files. A buffer of at
  * least bytes (its contents undefined), or NULL. */
-enum red_buf_use { RED_BUF_PIECES, RED_BUF_PASS, RED_BUF_USES };
-unsigned char *red_buf(enum red_buf_use use, size_t bytes);
+enum kept_use { KEPT_PIECES, KEPT_PASS, KEPT_USES };
+unsigned char *kept_buf(enum kept_use use, size_t bytes);
 
 /* len bytes of io's logical file at lo read into buf / written from buf,
  * their crc noted when io->crc (a write also applies io->corrupt_at). */
-int red_data_read(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len);
-int red_data_write(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len);
-/* What red_data_write does before writing (the fault point, the crc). */
-void red_data_note(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len);
+int io_read_data(struct scheme_io *io, uint64_t lo, unsigned char *buf, size_t len);
+int io_write_data(struct scheme_io *io, uint64_t lo, unsigned char *buf, size_t len);
+/* What io_write_data does before writing (the fault point, the crc). */
+void io_note_data(struct scheme_io *io, uint64_t lo, unsigned char *buf, size_t len);
 /* Where len bytes of lf at lo go when that is one write: true with fd,
  * off and n (0 when all of it is the zero padding past the files), false
  * when they span files. */
-bool red_data_place(const struct lfile *lf, uint64_t lo, size_t len, int *fd, uint64_t *off,
+bool lf_place(const struct lfile *lf, uint64_t lo, size_t len, int *fd, uint64_t *off,
 		    size_t *n);
 /* len bytes at off of payload section i of io's redundancy file, their crc
  * noted when io->sec_seen. */
-int red_sec_read(struct codec_io *io, int i, uint64_t off, unsigned char *buf, size_t len);
+int io_read_section(struct scheme_io *io, int i, uint64_t off, unsigned char *buf, size_t len);
 
-/* A write through io_uring. red_write_start: 0 when in flight (the caller
- * keeps w until red_write_reap returns it), 1 when already done (without
+/* A write through io_uring. ring_write_start: 0 when in flight (the caller
+ * keeps w until ring_write_reap returns it), 1 when already done (without
  * io_uring), res then holds 0 or -errno. */
-struct red_write {
+struct ring_write {
 	int fd;
 	const unsigned char *buf;
 	size_t len;
 	uint64_t off;
 	int res;
 };
-int red_write_start(struct red_write *w);
+int ring_write_start(struct ring_write *w);
 /* A finished write (res set), or NULL when none is in flight or, without
  * wait, none has finished. */
-struct red_write *red_write_reap(bool wait);
-unsigned red_write_inflight(void);
+struct ring_write *ring_write_reap(bool wait);
+unsigned ring_write_inflight(void);
 
 /* crc(A || B) from crc(A), crc(B) and |B| (crc64_ecma_refl, seed 0). */
-uint64_t red_crc_join(uint64_t crc_a, uint64_t crc_b, uint64_t len_b);
+uint64_t crc64_combine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b);
 /* seg 0: one segment. */
-int red_crc_init(struct red_crc *t, const struct lfile *lf, uint64_t seg);
-void red_crc_free(struct red_crc *t);
-void red_crc_feed(struct red_crc *t, const struct lfile *lf, uint64_t lo, const unsigned char *buf,
+int crc_parts_init(struct crc_parts *t, const struct lfile *lf, uint64_t seg);
+void crc_parts_free(struct crc_parts *t);
+void crc_parts_feed(struct crc_parts *t, const struct lfile *lf, uint64_t lo, const unsigned char *buf,
 		  size_t len);
 /* Each file's crc64 into crc[n]; the parts not fed whole, once and in
  * order, are read from the files. */
-int red_crc_finish(const struct red_crc *t, const struct lfile *lf, uint64_t *crc);
+int crc_parts_finish(const struct crc_parts *t, const struct lfile *lf, uint64_t *crc);
 /* crc64 of size bytes of fd from off, read into the kept pass buffer. */
-int red_range_crc(int fd, uint64_t off, uint64_t size, uint64_t *crc);
+int crc64_range(int fd, uint64_t off, uint64_t size, uint64_t *crc);
 
 /* Collective over the set: every member learns the worst result (the most
  * negative errno, ties to the lowest member); one that did not fail itself
  * gets err naming the rank that did and what failed. */
-int red_agree(const struct redset *rs, int ret, char *err, size_t errlen, const char *what);
+int set_agree(const struct redundancy_set *rs, int ret, char *err, size_t errlen, const char *what);
 
-static inline int redset_mpi_ret(int rc)
+static inline int mpi_ret(int rc)
 {
 	return rc == MPI_SUCCESS ? 0 : -EIO;
 }
 
-/* ---- the redundancy file (redset_file.c, no MPI) ---- */
+/* ---- the redundancy file (file_format.c, no MPI) ---- */
 
-char *red_path_join(const char *dir, const char *name, const char *suffix); /* malloc'd */
-void *red_build_record(const struct redset *rs, const char *const *names, int n,
+char *path_join(const char *dir, const char *name, const char *suffix); /* malloc'd */
+void *record_build(const struct redundancy_set *rs, const char *const *names, int n,
 		       const struct lfile *lf, const uint64_t *crc, size_t *len);
-int red_meta_parse(struct set_meta *m, int p);
-void red_meta_free(struct set_meta *m);
-uint64_t red_layout(const struct redset *rs, const struct set_meta *m, int x,
-		    struct red_section *sec, int nsec);
-int red_create(const char *path, int *fd, uint64_t size);
-int red_finish(const struct redset *rs, const struct set_meta *m, int fd,
-	       const struct red_section *sec, int nsec);
-int red_load(const struct redset *rs, const char *path, struct set_meta *m,
-	     struct red_section **secp, int *fdp, bool payload);
+int meta_parse(struct set_meta *m, int p);
+void meta_free(struct set_meta *m);
+uint64_t file_layout(const struct redundancy_set *rs, const struct set_meta *m, int x,
+		    struct payload_section *sec, int nsec);
+int file_create(const char *path, int *fd, uint64_t size);
+int file_finish(const struct redundancy_set *rs, const struct set_meta *m, int fd,
+	       const struct payload_section *sec, int nsec);
+int file_load(const struct redundancy_set *rs, const char *path, struct set_meta *m,
+	     struct payload_section **secp, int *fdp, bool payload);
 
 #endif

@@ -13,32 +13,32 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct redset_params {
+struct redundancy_params {
 	const char *scheme; /* "single", "partner", "xor", "rs" */
 	int set_size;       /* STASIS_SET_SIZE */
 	int rs_k;           /* STASIS_RS_K */
 	int replicas;       /* STASIS_PARTNER_REPLICAS */
 };
 
-struct redset;
+struct redundancy_set;
 
 /* Failure-domain index of this rank: spec "host" (ranks with the same
  * hostname share a domain; domains numbered 0.. in order of lowest rank) or
  * a positive integer N (rank / N). Collective over world. */
-int redset_domain(MPI_Comm world, const char *spec, int *domain, char *err, size_t errlen);
+int redundancy_domain(MPI_Comm world, const char *spec, int *domain, char *err, size_t errlen);
 
 /* Form this rank's set. Collective over world. Fails with a clear message
  * when the scheme cannot be placed (set size + k > 256, fewer domains than
  * the scheme needs, replicas out of range, ...). */
-int redset_create(MPI_Comm world, int domain, const struct redset_params *p, struct redset **out,
+int redundancy_set_create(MPI_Comm world, int domain, const struct redundancy_params *p, struct redundancy_set **out,
 		  char *err, size_t errlen);
-void redset_free(struct redset *rs);
+void redundancy_set_free(struct redundancy_set *rs);
 
 /* Collective over the set: protect this member's files dir/names[0..n) by
  * writing its redundancy file dir/red_name (0600, synced). The redundancy
  * file also records the names, sizes and crc64 of the files of this member
  * and of its left neighbours, so a rebuild knows what was lost. */
-int redset_encode(struct redset *rs, const char *dir, const char *const *names, int n,
+int redundancy_encode(struct redundancy_set *rs, const char *dir, const char *const *names, int n,
 		  const char *red_name, char *err, size_t errlen);
 
 /* Collective over the set. have_mine: this member's files are present and
@@ -48,7 +48,7 @@ int redset_encode(struct redset *rs, const char *dir, const char *const *names, 
  * of lost members is within the scheme's tolerance. Otherwise -EUCLEAN on
  * every member, err naming the set, the lost ranks and the tolerance;
  * nothing is deleted. */
-int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, bool have_mine,
+int redundancy_rebuild(struct redundancy_set *rs, const char *dir, const char *red_name, bool have_mine,
 		   char *err, size_t errlen);
 
 /* ---- reading a redundancy file without MPI (stasis-inspect) ---- */
@@ -56,7 +56,7 @@ int redset_rebuild(struct redset *rs, const char *dir, const char *red_name, boo
 /* What one member's redundancy file says about its set: the geometry, the
  * world rank of each member, and the name, size and crc64 of each
  * member's first protected file (stasis protects one, the image). */
-struct redset_info {
+struct redundancy_info {
 	const char *scheme; /* "single", "partner", "xor", "rs" */
 	int set_id;
 	int p;         /* members */
@@ -70,11 +70,11 @@ struct redset_info {
 
 /* Read and check all of the file (header, records, every payload
  * section's crc64). 0, or -EBADMSG / -errno with err naming the cause. */
-int redset_info_read(const char *path, struct redset_info *out, char *err, size_t errlen);
-void redset_info_free(struct redset_info *info);
+int redundancy_info_read(const char *path, struct redundancy_info *out, char *err, size_t errlen);
+void redundancy_info_free(struct redundancy_info *info);
 /* Whether the scheme can rebuild these losses (a dry run of what
- * redset_rebuild decides; data_lost/red_lost per member). */
-bool redset_info_feasible(const struct redset_info *info, const bool *data_lost,
+ * redundancy_rebuild decides; data_lost/red_lost per member). */
+bool redundancy_info_feasible(const struct redundancy_info *info, const bool *data_lost,
 			  const bool *red_lost);
 
 #endif

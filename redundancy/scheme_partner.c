@@ -14,7 +14,7 @@
 
 #define PARTNER_PIECE (256u * 1024u)
 
-static int partner_check(const struct redset_params *prm, int p, int *param, char *err,
+static int partner_check(const struct redundancy_params *prm, int p, int *param, char *err,
 			 size_t errlen)
 {
 	if (prm->replicas < 1 || prm->replicas > p - 1) {
@@ -28,24 +28,24 @@ static int partner_check(const struct redset_params *prm, int p, int *param, cha
 	return 0;
 }
 
-static int partner_tolerance(const struct redset *rs)
+static int partner_tolerance(const struct redundancy_set *rs)
 {
 	return rs->param;
 }
 
-static uint64_t partner_chunk(const struct redset *rs, uint64_t max_logical)
+static uint64_t partner_chunk(const struct redundancy_set *rs, uint64_t max_logical)
 {
 	(void)rs;
 	(void)max_logical;
 	return 0;
 }
 
-static int partner_nsections(const struct redset *rs)
+static int partner_nsections(const struct redundancy_set *rs)
 {
 	return rs->param;
 }
 
-static uint64_t partner_section_size(const struct redset *rs, const struct set_meta *m, int x,
+static uint64_t partner_section_size(const struct redundancy_set *rs, const struct set_meta *m, int x,
 				     int sec)
 {
 	return m->m[(x - (sec + 1) + rs->p) % rs->p].logical;
@@ -54,7 +54,7 @@ static uint64_t partner_section_size(const struct redset *rs, const struct set_m
 /* Where member y's logical file can be read: y itself, or the first of its
  * right neighbours holding an intact copy. Returns the member (-1: none)
  * and in *sec its section (-1: the files themselves). */
-static int partner_source(const struct redset *rs, int y, const bool *data_lost,
+static int partner_source(const struct redundancy_set *rs, int y, const bool *data_lost,
 			  const bool *red_lost, int *sec)
 {
 	*sec = -1;
@@ -74,7 +74,7 @@ static int partner_source(const struct redset *rs, int y, const bool *data_lost,
 /* Exact rather than "at most R lost": every file needed by a lost member
  * (its own, and for a lost redundancy file its R left neighbours') must
  * have an intact source. */
-static bool partner_feasible(const struct redset *rs, const bool *data_lost, const bool *red_lost)
+static bool partner_feasible(const struct redundancy_set *rs, const bool *data_lost, const bool *red_lost)
 {
 	int sec;
 
@@ -89,20 +89,15 @@ static bool partner_feasible(const struct redset *rs, const bool *data_lost, con
 	return true;
 }
 
-static int mpi_ret(int rc)
-{
-	return rc == MPI_SUCCESS ? 0 : -EIO;
-}
-
-static void keep_err(struct codec_io *io, int ret)
+static void keep_err(struct scheme_io *io, int ret)
 {
 	if (ret && !io->err)
 		io->err = ret;
 }
 
-static void src_read(struct codec_io *io, int sec, uint64_t off, unsigned char *buf, size_t len)
+static void src_read(struct scheme_io *io, int sec, uint64_t off, unsigned char *buf, size_t len)
 {
-	int ret = sec < 0 ? red_data_read(io, off, buf, len) : red_sec_read(io, sec, off, buf, len);
+	int ret = sec < 0 ? io_read_data(io, off, buf, len) : io_read_section(io, sec, off, buf, len);
 
 	if (ret) {
 		keep_err(io, ret);
@@ -110,10 +105,10 @@ static void src_read(struct codec_io *io, int sec, uint64_t off, unsigned char *
 	}
 }
 
-static void dst_write(struct codec_io *io, int sec, uint64_t off, unsigned char *buf, size_t len)
+static void dst_write(struct scheme_io *io, int sec, uint64_t off, unsigned char *buf, size_t len)
 {
 	if (sec < 0) {
-		keep_err(io, red_data_write(io, off, buf, len));
+		keep_err(io, io_write_data(io, off, buf, len));
 		return;
 	}
 	keep_err(io, full_pwrite(io->red_fd, buf, len, io->sec[sec].offset + off));
@@ -122,12 +117,12 @@ static void dst_write(struct codec_io *io, int sec, uint64_t off, unsigned char 
 
 /* Encode: R ring shifts; in shift q every member sends its logical file to
  * x + q and receives x - q's into section q - 1. */
-static int partner_encode(struct redset *rs, struct codec_io *io, unsigned char *sbuf,
+static int partner_encode(struct redundancy_set *rs, struct scheme_io *io, unsigned char *sbuf,
 			  unsigned char *rbuf)
 {
 	const int p = rs->p, me = rs->me;
 	const uint64_t mine = io->meta->m[me].logical;
-	struct red_crc *crc = io->crc;
+	struct crc_parts *crc = io->crc;
 	int ret = 0;
 
 	for (int q = 1; q <= rs->param && !ret; q++) {
@@ -163,7 +158,7 @@ static int partner_encode(struct redset *rs, struct codec_io *io, unsigned char 
 /* One copy of y's logical file from its source to member x (target section
  * sec of x, -1: x's own files). Everybody walks the same list of transfers
  * in the same order, so the blocking point-to-point calls cannot cross. */
-static int partner_transfer(struct redset *rs, struct codec_io *io, int y, int x, int sec,
+static int partner_transfer(struct redundancy_set *rs, struct scheme_io *io, int y, int x, int sec,
 			    const bool *data_lost, const bool *red_lost, unsigned char *buf)
 {
 	uint64_t size = io->meta->m[y].logical;
@@ -188,10 +183,10 @@ static int partner_transfer(struct redset *rs, struct codec_io *io, int y, int x
 	return ret;
 }
 
-static int partner_run(struct redset *rs, struct codec_io *io, const bool *data_lost,
+static int partner_run(struct redundancy_set *rs, struct scheme_io *io, const bool *data_lost,
 		       const bool *red_lost)
 {
-	unsigned char *a = red_buf(RED_BUF_PIECES, 2 * PARTNER_PIECE);
+	unsigned char *a = kept_buf(KEPT_PIECES, 2 * PARTNER_PIECE);
 	bool encode = true;
 	int ret = 0;
 
@@ -211,7 +206,7 @@ static int partner_run(struct redset *rs, struct codec_io *io, const bool *data_
 	return ret;
 }
 
-const struct codec_ops codec_partner_ops = {
+const struct scheme_ops scheme_partner = {
 	.name = "partner",
 	.id = 2,
 	.check = partner_check,

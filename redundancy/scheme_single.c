@@ -8,7 +8,7 @@
 #include "log.h"
 #include "internal.h"
 
-static int single_check(const struct redset_params *prm, int p, int *param, char *err,
+static int single_check(const struct redundancy_params *prm, int p, int *param, char *err,
 			size_t errlen)
 {
 	(void)prm;
@@ -19,26 +19,26 @@ static int single_check(const struct redset_params *prm, int p, int *param, char
 	return 0;
 }
 
-static int single_tolerance(const struct redset *rs)
+static int single_tolerance(const struct redundancy_set *rs)
 {
 	(void)rs;
 	return 0;
 }
 
-static uint64_t single_chunk(const struct redset *rs, uint64_t max_logical)
+static uint64_t single_chunk(const struct redundancy_set *rs, uint64_t max_logical)
 {
 	(void)rs;
 	(void)max_logical;
 	return 0;
 }
 
-static int single_nsections(const struct redset *rs)
+static int single_nsections(const struct redundancy_set *rs)
 {
 	(void)rs;
 	return 0;
 }
 
-static uint64_t single_section_size(const struct redset *rs, const struct set_meta *m, int x,
+static uint64_t single_section_size(const struct redundancy_set *rs, const struct set_meta *m, int x,
 				    int sec)
 {
 	(void)rs;
@@ -49,7 +49,7 @@ static uint64_t single_section_size(const struct redset *rs, const struct set_me
 }
 
 /* A lost redundancy file is only metadata, which every valid one holds. */
-static bool single_feasible(const struct redset *rs, const bool *data_lost, const bool *red_lost)
+static bool single_feasible(const struct redundancy_set *rs, const bool *data_lost, const bool *red_lost)
 {
 	(void)red_lost;
 	for (int x = 0; x < rs->p; x++)
@@ -58,7 +58,7 @@ static bool single_feasible(const struct redset *rs, const bool *data_lost, cons
 	return true;
 }
 
-static int single_run(struct redset *rs, struct codec_io *io, const bool *data_lost,
+static int single_run(struct redundancy_set *rs, struct scheme_io *io, const bool *data_lost,
 		      const bool *red_lost)
 {
 	(void)rs;
@@ -68,7 +68,7 @@ static int single_run(struct redset *rs, struct codec_io *io, const bool *data_l
 	return 0;
 }
 
-const struct codec_ops codec_single_ops = {
+const struct scheme_ops scheme_single = {
 	.name = "single",
 	.id = 1,
 	.check = single_check,

@@ -1,4 +1,4 @@
-/* xor: the k = 1 case of the stripe layout (redset_int.h), as in redset:
+/* xor: the k = 1 case of the stripe layout (internal.h), as in LLNL's redset:
  * each logical file is cut into p - 1 chunks, each member stores one
  * parity chunk, the XOR of one chunk of every other member, and any one
  * lost member is the XOR of everything the others hold. */
@@ -24,7 +24,7 @@ static int xor_prepare(int p, int k, struct stripe_plan *pl)
 static void xor_combine(const struct stripe_plan *pl, int len, unsigned char **src,
 			unsigned char **rows)
 {
-	void *v[RED_MAX_SET + 1];
+	void *v[MAX_SET + 1];
 
 	if (pl->ncontrib == 1) {
 		memcpy(rows[0], src[0], len);
@@ -41,7 +41,7 @@ const struct stripe_kernel stripe_kernel_xor = {
     .combine = xor_combine,
 };
 
-static int xor_params(const struct redset_params *prm, int p, int *param, char *err, size_t errlen)
+static int xor_params(const struct redundancy_params *prm, int p, int *param, char *err, size_t errlen)
 {
 	(void)prm;
 	if (p < 2) {
@@ -52,24 +52,24 @@ static int xor_params(const struct redset_params *prm, int p, int *param, char *
 	return 0;
 }
 
-static int xor_tolerance(const struct redset *rs)
+static int xor_tolerance(const struct redundancy_set *rs)
 {
 	(void)rs;
 	return 1;
 }
 
-static uint64_t xor_chunk(const struct redset *rs, uint64_t max_logical)
+static uint64_t xor_chunk(const struct redundancy_set *rs, uint64_t max_logical)
 {
 	return stripe_chunk(rs->p, 1, max_logical);
 }
 
-static int xor_nsections(const struct redset *rs)
+static int xor_nsections(const struct redundancy_set *rs)
 {
 	(void)rs;
 	return 1;
 }
 
-static uint64_t xor_section_size(const struct redset *rs, const struct set_meta *m, int x, int sec)
+static uint64_t xor_section_size(const struct redundancy_set *rs, const struct set_meta *m, int x, int sec)
 {
 	(void)rs;
 	(void)x;
@@ -77,18 +77,18 @@ static uint64_t xor_section_size(const struct redset *rs, const struct set_meta 
 	return m->chunk;
 }
 
-static bool xor_feasible(const struct redset *rs, const bool *data_lost, const bool *red_lost)
+static bool xor_feasible(const struct redundancy_set *rs, const bool *data_lost, const bool *red_lost)
 {
 	return stripe_feasible(rs->p, 1, data_lost, red_lost);
 }
 
-static int xor_run(struct redset *rs, struct codec_io *io, const bool *data_lost,
+static int xor_run(struct redundancy_set *rs, struct scheme_io *io, const bool *data_lost,
 		   const bool *red_lost)
 {
 	return stripe_run(rs, io, 1, &stripe_kernel_xor, data_lost, red_lost);
 }
 
-const struct codec_ops codec_xor_ops = {
+const struct scheme_ops scheme_xor = {
 	.name = "xor",
 	.id = 3,
 	.check = xor_params,

@@ -1,10 +1,10 @@
 /* Redundancy sets (DESIGN.md section 6): failure domains, set formation and
  * the choice of scheme. The redundancy file (header and member records,
- * format in redset_int.h) is redset_file.c, the parts of encode and rebuild
- * common to all schemes are redset_encode.c and redset_rebuild.c, the data
- * path (kept buffers, crc64 on the way, io_uring writes) red_io.c and
- * red_crc.c, and the schemes themselves sit behind struct codec_ops in
- * codec_*.c. */
+ * format in internal.h) is file_format.c, the parts of encode and rebuild
+ * common to all schemes are redundancy_encode.c and rebuild.c, the data
+ * path (kept buffers, crc64 on the way, io_uring writes) io.c and
+ * crc_combine.c, and the schemes themselves sit behind struct scheme_ops in
+ * scheme_*.c. */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -16,17 +16,17 @@
 #include "log.h"
 #include "internal.h"
 
-static const struct codec_ops *const codecs[] = {
-	&codec_single_ops,
-	&codec_partner_ops,
-	&codec_xor_ops,
-	&codec_rs_ops,
+static const struct scheme_ops *const codecs[] = {
+	&scheme_single,
+	&scheme_partner,
+	&scheme_xor,
+	&scheme_rs,
 };
 
 
 /* ---- failure domains and sets ---- */
 
-int redset_domain(MPI_Comm world, const char *spec, int *domain, char *err, size_t errlen)
+int redundancy_domain(MPI_Comm world, const char *spec, int *domain, char *err, size_t errlen)
 {
 	char name[MPI_MAX_PROCESSOR_NAME + 1] = "", *all = NULL, *end;
 	int rank, size, len, first, ret = 0;
@@ -58,7 +58,7 @@ int redset_domain(MPI_Comm world, const char *spec, int *domain, char *err, size
 		stasis_errf(err, errlen, "out of memory gathering host names");
 		return -ENOMEM;
 	}
-	ret = redset_mpi_ret(
+	ret = mpi_ret(
 	    PMPI_Allgather(name, sizeof(name), MPI_CHAR, all, sizeof(name), MPI_CHAR, world));
 	if (ret) {
 		stasis_errf(err, errlen, "gathering host names failed");
@@ -108,7 +108,7 @@ static int by_round(const void *a, const void *b)
  * cutting it into runs of set_size consecutive slots puts at most one rank
  * of a domain in a set whenever set_size <= the number of domains. A
  * remainder too small for the scheme is merged into the last set. */
-static int plan_sets(const struct codec_ops *ops, const struct redset_params *prm, struct slot *seq,
+static int plan_sets(const struct scheme_ops *ops, const struct redundancy_params *prm, struct slot *seq,
 		     int n, int *start, int *nsets, char *err, size_t errlen)
 {
 	int q = prm->set_size < n ? prm->set_size : n, full = n / q, rem = n % q, param, ret;
@@ -130,7 +130,7 @@ static int plan_sets(const struct codec_ops *ops, const struct redset_params *pr
 		if (ret)
 			return ret;
 	}
-	if (ops == &codec_single_ops)
+	if (ops == &scheme_single)
 		return 0;
 
 	seen = calloc((size_t)n, sizeof(int));
@@ -161,12 +161,12 @@ static int plan_sets(const struct codec_ops *ops, const struct redset_params *pr
 	return 0;
 }
 
-int redset_create(MPI_Comm world, int domain, const struct redset_params *prm, struct redset **out,
+int redundancy_set_create(MPI_Comm world, int domain, const struct redundancy_params *prm, struct redundancy_set **out,
 		  char *err, size_t errlen)
 {
-	const struct codec_ops *ops = NULL;
+	const struct scheme_ops *ops = NULL;
 	struct slot *seq = NULL;
-	struct redset *rs = NULL;
+	struct redundancy_set *rs = NULL;
 	int *doms = NULL, *start = NULL;
 	int rank, n, nsets, g, key = 0, ret;
 
@@ -195,7 +195,7 @@ int redset_create(MPI_Comm world, int domain, const struct redset_params *prm, s
 		ret = -ENOMEM;
 		goto err;
 	}
-	ret = redset_mpi_ret(PMPI_Allgather(&domain, 1, MPI_INT, doms, 1, MPI_INT, world));
+	ret = mpi_ret(PMPI_Allgather(&domain, 1, MPI_INT, doms, 1, MPI_INT, world));
 	if (ret) {
 		stasis_errf(err, errlen, "gathering failure domains failed");
 		goto err;
@@ -236,7 +236,7 @@ int redset_create(MPI_Comm world, int domain, const struct redset_params *prm, s
 	}
 	for (int i = 0; i < rs->p; i++)
 		rs->world[i] = seq[start[g] + i].rank;
-	ret = redset_mpi_ret(PMPI_Comm_split(world, g, key, &rs->comm));
+	ret = mpi_ret(PMPI_Comm_split(world, g, key, &rs->comm));
 	if (ret) {
 		stasis_errf(err, errlen, "splitting the set communicator failed");
 		rs->comm = MPI_COMM_NULL;
@@ -246,7 +246,7 @@ int redset_create(MPI_Comm world, int domain, const struct redset_params *prm, s
 	*out = rs;
 	rs = NULL;
 err:
-	redset_free(rs);
+	redundancy_set_free(rs);
 	free(doms);
 	free(seq);
 	free(start);
@@ -254,7 +254,7 @@ err:
 }
 
 /* MPI_MINLOC: the most negative errno wins, ties to the lowest member. */
-int red_agree(const struct redset *rs, int ret, char *err, size_t errlen, const char *what)
+int set_agree(const struct redundancy_set *rs, int ret, char *err, size_t errlen, const char *what)
 {
 	struct {
 		int v;
@@ -269,7 +269,7 @@ int red_agree(const struct redset *rs, int ret, char *err, size_t errlen, const 
 	return out.v;
 }
 
-void redset_free(struct redset *rs)
+void redundancy_set_free(struct redundancy_set *rs)
 {
 	if (!rs)
 		return;

@@ -179,10 +179,10 @@ static bool gone(int r, int n)
 	return (node >= 1 && node <= n) || (node == 0 && n >= 4);
 }
 
-static int rebuild(struct redset *rs, const struct files *f, char *err, size_t errlen)
+static int rebuild(struct redundancy_set *rs, const struct files *f, char *err, size_t errlen)
 {
 	err[0] = 0;
-	return redset_rebuild(rs, dir, f->red, have_mine(f), err, errlen);
+	return redundancy_rebuild(rs, dir, f->red, have_mine(f), err, errlen);
 }
 
 static void expect_intact(const struct files *f, const char *what)
@@ -196,23 +196,23 @@ static void expect_intact(const struct files *f, const char *what)
 /* One scheme: encode, lose `lose` nodes, rebuild; extras on request. */
 static void run_scheme(const char *scheme, int k, int lose, bool extras)
 {
-	struct redset_params prm = {.scheme = scheme, .set_size = 4, .rs_k = k, .replicas = k};
-	struct redset *rs = NULL;
+	struct redundancy_params prm = {.scheme = scheme, .set_size = 4, .rs_k = k, .replicas = k};
+	struct redundancy_set *rs = NULL;
 	struct files f;
 	char tag[32], err[512], what[64];
 	int ret, domain;
 
 	snprintf(tag, sizeof(tag), "%s%d", scheme, k);
 	snprintf(what, sizeof(what), "%s k/R %d", scheme, k);
-	redset_domain(MPI_COMM_WORLD, "2", &domain, err, sizeof(err));
-	ret = redset_create(MPI_COMM_WORLD, domain, &prm, &rs, err, sizeof(err));
+	redundancy_domain(MPI_COMM_WORLD, "2", &domain, err, sizeof(err));
+	ret = redundancy_set_create(MPI_COMM_WORLD, domain, &prm, &rs, err, sizeof(err));
 	if (ret) {
 		FAIL("%s: create: %s", what, err);
 		return;
 	}
 	make_files(&f, tag);
 	MPI_Barrier(MPI_COMM_WORLD);
-	ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
+	ret = redundancy_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
 	if (ret)
 		FAIL("%s: encode %d: %s", what, ret, err);
 
@@ -248,7 +248,7 @@ static void run_scheme(const char *scheme, int k, int lose, bool extras)
 			flip_byte(f.red, 4096 + 16);
 		MPI_Barrier(MPI_COMM_WORLD);
 		err[0] = 0;
-		ret = redset_rebuild(rs, dir, f.red, true, err, sizeof(err));
+		ret = redundancy_rebuild(rs, dir, f.red, true, err, sizeof(err));
 		if (ret)
 			FAIL("%s: rebuild of corrupted bytes: %d %s", what, ret, err);
 		expect_intact(&f, "corrupted byte");
@@ -285,7 +285,7 @@ static void run_scheme(const char *scheme, int k, int lose, bool extras)
 				for (int i = 0; i < f.n; i++)
 					write_file(f.name[i], f.data[i], f.size[i]);
 			MPI_Barrier(MPI_COMM_WORLD);
-			ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
+			ret = redundancy_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
 			if (ret)
 				FAIL("%s: re-encode: %d %s", what, ret, err);
 		} else {
@@ -318,7 +318,7 @@ static void run_scheme(const char *scheme, int k, int lose, bool extras)
 		if (rank == 5 && !stat(path, &st))
 			flip_byte(f.red, st.st_size - 100);
 		MPI_Barrier(MPI_COMM_WORLD);
-		ret = redset_rebuild(rs, dir, f.red, node_of(rank) != 1, err, sizeof(err));
+		ret = redundancy_rebuild(rs, dir, f.red, node_of(rank) != 1, err, sizeof(err));
 		if (ret)
 			FAIL("%s: lost node + damaged sources: %d %s", what, ret, err);
 		expect_intact(&f, "lost node + damaged sources");
@@ -346,7 +346,7 @@ static void run_scheme(const char *scheme, int k, int lose, bool extras)
 	fflush(stdout);
 	MPI_Barrier(MPI_COMM_WORLD);
 	free_files(&f);
-	redset_free(rs);
+	redundancy_set_free(rs);
 }
 
 static unsigned char *slurp(const char *name, size_t *len)
@@ -379,8 +379,8 @@ static unsigned char *slurp(const char *name, size_t *len)
  * back, encode and rebuild work again. */
 static void run_truncated(const char *scheme, int k)
 {
-	struct redset_params prm = {.scheme = scheme, .set_size = 4, .rs_k = k, .replicas = k};
-	struct redset *rs = NULL;
+	struct redundancy_params prm = {.scheme = scheme, .set_size = 4, .rs_k = k, .replicas = k};
+	struct redundancy_set *rs = NULL;
 	struct files f;
 	unsigned char *before, *after;
 	size_t blen = 0, alen = 0;
@@ -388,8 +388,8 @@ static void run_truncated(const char *scheme, int k)
 	int ret, domain;
 
 	snprintf(tag, sizeof(tag), "trunc%s%d", scheme, k);
-	redset_domain(MPI_COMM_WORLD, "2", &domain, err, sizeof(err));
-	if (redset_create(MPI_COMM_WORLD, domain, &prm, &rs, err, sizeof(err))) {
+	redundancy_domain(MPI_COMM_WORLD, "2", &domain, err, sizeof(err));
+	if (redundancy_set_create(MPI_COMM_WORLD, domain, &prm, &rs, err, sizeof(err))) {
 		FAIL("%s: create: %s", tag, err);
 		return;
 	}
@@ -404,7 +404,7 @@ static void run_truncated(const char *scheme, int k)
 		f.data[0][j] = (unsigned char)next();
 	write_file(f.name[0], f.data[0], f.size[0]);
 	snprintf(f.red, sizeof(f.red), "%s.r%d.red", tag, rank);
-	ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
+	ret = redundancy_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
 	if (ret)
 		FAIL("%s: first encode: %s", tag, err);
 	before = slurp(f.red, &blen);
@@ -414,7 +414,7 @@ static void run_truncated(const char *scheme, int k)
 	if (fault_configure("truncate-encode:7@2", err, sizeof(err)))
 		FAIL("%s: %s", tag, err);
 	err[0] = 0;
-	ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
+	ret = redundancy_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
 	fault_configure("", NULL, 0);
 	if (rank % 2 == 0 && (ret == 0 || !strstr(err, rank == 2 ? "shrank" : "on rank 2")))
 		FAIL("%s: encode of a truncated file: %d '%s'", tag, ret, err);
@@ -433,7 +433,7 @@ static void run_truncated(const char *scheme, int k)
 	if (rank == 2)
 		write_file(f.name[0], f.data[0], f.size[0]);
 	MPI_Barrier(MPI_COMM_WORLD);
-	ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
+	ret = redundancy_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
 	if (ret)
 		FAIL("%s: encode with the file put back: %s", tag, err);
 	if (node_of(rank) == 1)
@@ -446,26 +446,26 @@ static void run_truncated(const char *scheme, int k)
 	free(before);
 	free(after);
 	free_files(&f);
-	redset_free(rs);
+	redundancy_set_free(rs);
 }
 
 static void expect_create_error(const char *spec, const char *scheme, int set_size, int k,
 				const char *want)
 {
-	struct redset_params prm = {.scheme = scheme, .set_size = set_size, .rs_k = k, .replicas = k};
-	struct redset *rs = NULL;
+	struct redundancy_params prm = {.scheme = scheme, .set_size = set_size, .rs_k = k, .replicas = k};
+	struct redundancy_set *rs = NULL;
 	char err[512] = "";
 	int domain = 0, ret;
 
-	ret = redset_domain(MPI_COMM_WORLD, spec, &domain, err, sizeof(err));
+	ret = redundancy_domain(MPI_COMM_WORLD, spec, &domain, err, sizeof(err));
 	if (!ret)
-		ret = redset_create(MPI_COMM_WORLD, domain, &prm, &rs, err, sizeof(err));
+		ret = redundancy_set_create(MPI_COMM_WORLD, domain, &prm, &rs, err, sizeof(err));
 	if (ret != -EINVAL || !strstr(err, want))
 		FAIL("'%s' %s set %d k %d: got %d '%s', want -EINVAL '%s'", spec, scheme, set_size,
 		     k, ret, err, want);
 	else if (!rank)
 		printf("ok error: %s\n", err);
-	redset_free(rs);
+	redundancy_set_free(rs);
 }
 
 int main(int argc, char **argv)

@@ -24,7 +24,7 @@ struct rank_files {
 	enum file_state image, redundancy;
 	char *image_err, *red_err;
 	bool in_set; /* some valid redundancy file names this rank's set */
-	struct redset_info red_info; /* when redundancy == FILE_OK */
+	struct redundancy_info red_info; /* when redundancy == FILE_OK */
 };
 
 /* A redundancy set of one checkpoint, as its members' files describe it. */
