@@ -14,7 +14,7 @@
 #define LOG_PREFIX "redset: "
 #include "fault.h"
 #include "log.h"
-#include "internal.h"
+#include "internal_mpi.h"
 
 /* Opens this member's files for reading, with their sizes. Their crc64 is
  * computed later, as the exchange reads them. */
@@ -76,17 +76,17 @@ static int share_prepare(const struct redundancy_set *rs, const struct set_meta 
 {
 	int total = 0;
 
-	sh->counts = malloc(sizeof(int) * rs->p);
-	sh->displs = malloc(sizeof(int) * rs->p);
+	sh->counts = malloc(sizeof(int) * rs->g.p);
+	sh->displs = malloc(sizeof(int) * rs->g.p);
 	if (!sh->counts || !sh->displs)
 		return -ENOMEM;
-	for (int x = 0; x < rs->p; x++) {
+	for (int x = 0; x < rs->g.p; x++) {
 		sh->counts[x] = 1 + m->m[x].nfiles;
 		sh->displs[x] = total;
 		total += sh->counts[x];
 	}
 	sh->all = malloc(sizeof(uint64_t) * total);
-	sh->mine = calloc(sh->counts[rs->me], sizeof(uint64_t));
+	sh->mine = calloc(sh->counts[rs->g.me], sizeof(uint64_t));
 	return sh->all && sh->mine ? 0 : -ENOMEM;
 }
 
@@ -106,10 +106,10 @@ static int share_end(const struct redundancy_set *rs, struct set_meta *m, struct
 	int worst = 0, who = 0;
 
 	sh->mine[0] = (uint64_t)(int64_t)ret;
-	if (PMPI_Allgatherv(sh->mine, sh->counts[rs->me], MPI_UINT64_T, sh->all, sh->counts,
+	if (PMPI_Allgatherv(sh->mine, sh->counts[rs->g.me], MPI_UINT64_T, sh->all, sh->counts,
 			    sh->displs, MPI_UINT64_T, rs->comm) != MPI_SUCCESS)
 		return -EIO;
-	for (int x = 0; x < rs->p; x++) {
+	for (int x = 0; x < rs->g.p; x++) {
 		int r = (int)(int64_t)sh->all[sh->displs[x]];
 
 		if (r < worst) {
@@ -118,9 +118,9 @@ static int share_end(const struct redundancy_set *rs, struct set_meta *m, struct
 		}
 	}
 	if (worst && !ret)
-		stasis_errf(err, errlen, "%s failed on rank %d (set %d): %s", what, rs->world[who],
-			    rs->set_id, strerror(-worst));
-	for (int x = 0; !worst && x < rs->p; x++)
+		stasis_errf(err, errlen, "%s failed on rank %d (set %d): %s", what,
+			    rs->g.world[who], rs->g.set_id, strerror(-worst));
+	for (int x = 0; !worst && x < rs->g.p; x++)
 		for (int i = 0; i < m->m[x].nfiles; i++)
 			((struct member_file *)m->m[x].file[i])->crc = sh->all[sh->displs[x] + 1 + i];
 	return worst;
@@ -130,8 +130,8 @@ static int share_end(const struct redundancy_set *rs, struct set_meta *m, struct
  * of them in each redundancy file covers any tolerated loss). */
 static int gather_meta(const struct redundancy_set *rs, const void *rec, size_t len, struct set_meta *m)
 {
-	int mine = (int)len, *lens = malloc(sizeof(int) * rs->p),
-	    *displs = malloc(sizeof(int) * rs->p);
+	int mine = (int)len, *lens = malloc(sizeof(int) * rs->g.p),
+	    *displs = malloc(sizeof(int) * rs->g.p);
 	size_t total = 0;
 	int ret;
 
@@ -142,7 +142,7 @@ static int gather_meta(const struct redundancy_set *rs, const void *rec, size_t 
 	ret = mpi_ret(PMPI_Allgather(&mine, 1, MPI_INT, lens, 1, MPI_INT, rs->comm));
 	if (ret)
 		goto out;
-	for (int x = 0; x < rs->p; x++) {
+	for (int x = 0; x < rs->g.p; x++) {
 		displs[x] = (int)total;
 		total += lens[x];
 	}
@@ -155,11 +155,11 @@ static int gather_meta(const struct redundancy_set *rs, const void *rec, size_t 
 	ret = mpi_ret(
 	    PMPI_Allgatherv(rec, mine, MPI_BYTE, m->blob, lens, displs, MPI_BYTE, rs->comm));
 	if (!ret)
-		ret = meta_parse(m, rs->p);
-	for (int x = 0; !ret && x < rs->p; x++)
+		ret = meta_parse(m, rs->g.p);
+	for (int x = 0; !ret && x < rs->g.p; x++)
 		if (m->m[x].logical > m->max_logical)
 			m->max_logical = m->m[x].logical;
-	m->chunk = ret ? 0 : rs->ops->chunk(rs, m->max_logical);
+	m->chunk = ret ? 0 : rs->g.ops->chunk(&rs->g, m->max_logical);
 out:
 	free(lens);
 	free(displs);
@@ -173,11 +173,11 @@ int redundancy_encode(struct redundancy_set *rs, const char *dir, const char *co
 	struct set_meta m = {0};
 	struct crc_parts crcs = {0};
 	struct crc_share sh = {0};
-	bool *data_lost = calloc(rs->p, sizeof(bool)), *red_lost = calloc(rs->p, sizeof(bool));
+	bool *data_lost = calloc(rs->g.p, sizeof(bool)), *red_lost = calloc(rs->g.p, sizeof(bool));
 	char *red = path_join(dir, red_name, ""), *tmp = path_join(dir, red_name, ".tmp");
 	void *rec = NULL;
 	size_t reclen = 0;
-	int nsec = rs->ops->nsections(rs), ret;
+	int nsec = rs->g.ops->nsections(&rs->g), ret;
 
 	io.sec = calloc(nsec ? nsec : 1, sizeof(*io.sec));
 	io.nsec = nsec;
@@ -187,7 +187,7 @@ int redundancy_encode(struct redundancy_set *rs, const char *dir, const char *co
 	if (!ret)
 		ret = open_mine(dir, names, n, &io.lf, err, errlen);
 	/* The crcs in the record are filled in by share_end(). */
-	if (!ret && !(rec = record_build(rs, names, n, &io.lf, NULL, &reclen)))
+	if (!ret && !(rec = record_build(&rs->g, names, n, &io.lf, NULL, &reclen)))
 		ret = -ENOMEM;
 	ret = set_agree(rs, ret, err, errlen, "reading the files to protect");
 	if (ret)
@@ -199,7 +199,8 @@ int redundancy_encode(struct redundancy_set *rs, const char *dir, const char *co
 	else {
 		ret = fault_hit(FAULT_FAIL_ENCODE_CREATE)
 			  ? -EIO
-			  : file_create(tmp, &io.red_fd, file_layout(rs, &m, rs->me, io.sec, nsec));
+			  : file_create(tmp, &io.red_fd,
+					file_layout(&rs->g, &m, rs->g.me, io.sec, nsec));
 		if (ret)
 			stasis_errf(err, errlen, "create %s: %s", tmp, strerror(-ret));
 	}
@@ -213,14 +214,14 @@ int redundancy_encode(struct redundancy_set *rs, const char *dir, const char *co
 
 	io.meta = &m;
 	io.crc = &crcs;
-	for (int x = 0; x < rs->p; x++)
+	for (int x = 0; x < rs->g.p; x++)
 		red_lost[x] = true;
 	if (fault_hit(FAULT_TRUNCATE_ENCODE))
 		truncate_behind(dir, names[0], &io.lf);
 	/* As a local I/O error in the exchange: the collective still runs. */
 	if (fault_hit(FAULT_FAIL_ENCODE_RUN))
 		io.err = -EIO;
-	ret = rs->ops->run(rs, &io, data_lost, red_lost);
+	ret = scheme_exchange(rs, &io, data_lost, red_lost);
 	if (!ret)
 		ret = io.err;
 	if (!ret)
@@ -229,15 +230,15 @@ int redundancy_encode(struct redundancy_set *rs, const char *dir, const char *co
 		stasis_errf(err, errlen,
 			    "encoding %s (scheme %s) failed: a file to protect shrank "
 			    "while it was read (truncated by another process?)",
-			    red, rs->ops->name);
+			    red, rs->g.ops->name);
 	else if (ret)
-		stasis_errf(err, errlen, "encoding %s (scheme %s) failed: %s", red, rs->ops->name,
+		stasis_errf(err, errlen, "encoding %s (scheme %s) failed: %s", red, rs->g.ops->name,
 			    strerror(-ret));
 	ret = share_end(rs, &m, &sh, ret, err, errlen, "encoding");
 	if (!ret) {
 		ret = fault_hit(FAULT_FAIL_ENCODE_FINISH)
 			  ? -EIO
-			  : file_finish(rs, &m, io.red_fd, io.sec, nsec);
+			  : file_finish(&rs->g, &m, io.red_fd, io.sec, nsec);
 		if (ret)
 			stasis_errf(err, errlen, "writing %s: %s", tmp, strerror(-ret));
 	}
@@ -251,8 +252,8 @@ int redundancy_encode(struct redundancy_set *rs, const char *dir, const char *co
 	if (!ret)
 		ret = fsutil_sync_dir(dir);
 	ret = set_agree(rs, ret, err, errlen, "installing the redundancy file");
-	pr_debug("encoded %s: scheme %s, set %d, S %llu, C %llu", red, rs->ops->name, rs->set_id,
-		 (unsigned long long)m.max_logical, (unsigned long long)m.chunk);
+	pr_debug("encoded %s: scheme %s, set %d, S %llu, C %llu", red, rs->g.ops->name,
+		 rs->g.set_id, (unsigned long long)m.max_logical, (unsigned long long)m.chunk);
 out:
 	if (io.red_fd >= 0) {
 		close(io.red_fd);

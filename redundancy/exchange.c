@@ -1,5 +1,6 @@
 /* The stripe engine over MPI: runs the plans of stripe_plan.c for xor and rs,
- * for encoding (every checksum position "erased") and rebuilding alike.
+ * for encoding (every checksum position "erased") and rebuilding alike;
+ * scheme_exchange(), at the end, sends each scheme its way.
  *
  * Per stripe, one of its contributors (the last in codeword order) gathers:
  * the other contributors send it their piece of the stripe, it combines
@@ -38,7 +39,7 @@
 
 #define LOG_PREFIX "redset: "
 #include "log.h"
-#include "internal.h"
+#include "internal_mpi.h"
 
 #define DEPTH 2		     /* pieces in flight per task */
 #define POLITE_MAX_NS 200000 /* longest sleep between polls when oversubscribed */
@@ -77,12 +78,6 @@ struct engine {
 	bool polite;
 };
 
-static void keep_err(struct scheme_io *io, int ret)
-{
-	if (ret && !io->err)
-		io->err = ret;
-}
-
 static int piece_len(const struct engine *e, uint64_t j)
 {
 	uint64_t c = e->io->meta->chunk, off = j * e->piece;
@@ -92,7 +87,7 @@ static int piece_len(const struct engine *e, uint64_t j)
 
 static int gatherer_of(const struct redundancy_set *rs, int k, int s, const struct stripe_plan *pl)
 {
-	return stripe_member(rs->p, k, s, pl->contrib[pl->ncontrib - 1]);
+	return stripe_member(rs->g.p, k, s, pl->contrib[pl->ncontrib - 1]);
 }
 
 /* len bytes at off of this member's position pos (a chunk of its files,
@@ -109,7 +104,7 @@ static void read_pos(struct engine *e, int pos, uint64_t off, unsigned char *buf
 	else
 		ret = io_read_section(io, pos - e->d, off, buf, len);
 	if (ret) {
-		keep_err(io, ret);
+		io_keep_err(io, ret);
 		memset(buf, 0, len);
 	}
 }
@@ -129,7 +124,7 @@ static void write_pos(struct engine *e, struct slot *sl, int pos, uint64_t off, 
 	if (pos < e->d) {
 		io_note_data(io, lo, sl->buf, len);
 		if (!lf_place(&io->lf, lo, len, &fd, &at, &n)) {
-			keep_err(io, lf_write(&io->lf, lo, sl->buf, len));
+			io_keep_err(io, lf_write(&io->lf, lo, sl->buf, len));
 			n = 0;
 		}
 		sl->w = (struct ring_write){.fd = fd, .buf = sl->buf, .len = n, .off = at};
@@ -144,7 +139,7 @@ static void write_pos(struct engine *e, struct slot *sl, int pos, uint64_t off, 
 		return;
 	sl->state = SLOT_WRITE;
 	if (ring_write_start(&sl->w)) {
-		keep_err(io, sl->w.res);
+		io_keep_err(io, sl->w.res);
 		sl->state = SLOT_FREE;
 	}
 }
@@ -158,7 +153,7 @@ static int reap_writes(struct engine *e, bool wait)
 	while ((w = ring_write_reap(wait && !n))) {
 		struct slot *sl = (struct slot *)((char *)w - offsetof(struct slot, w));
 
-		keep_err(e->io, w->res);
+		io_keep_err(e->io, w->res);
 		sl->state = SLOT_FREE;
 		n++;
 	}
@@ -171,11 +166,11 @@ static int reap_writes(struct engine *e, bool wait)
 static int make_tasks(const struct redundancy_set *rs, int k, const struct stripe_plan *plans,
 		      struct task *tasks)
 {
-	int p = rs->p, n = 0;
+	int p = rs->g.p, n = 0;
 
 	for (int s = 0; s < p; s++) {
 		const struct stripe_plan *pl = &plans[s];
-		int pos = stripe_pos(p, k, s, rs->me), ci = -1, ei = -1;
+		int pos = stripe_pos(p, k, s, rs->g.me), ci = -1, ei = -1;
 		struct task t = {.s = s, .pl = pl, .pos = pos, .self = -1};
 
 		if (!pl->nerased)
@@ -185,7 +180,7 @@ static int make_tasks(const struct redundancy_set *rs, int k, const struct strip
 		for (int r = 0; r < pl->nerased; r++)
 			ei = pl->erased[r] == pos ? r : ei;
 		t.gatherer = gatherer_of(rs, k, s, pl);
-		if (t.gatherer == rs->me)
+		if (t.gatherer == rs->g.me)
 			t.role = GATHERER;
 		else if (ci >= 0)
 			t.role = SENDER;
@@ -243,10 +238,10 @@ static int combine_send(struct engine *e, struct task *t)
 	e->kern->combine(pl, len, src, rows);
 	sl->state = SLOT_SEND;
 	for (int r = 0; r < pl->nerased && !ret; r++) {
-		int dest = stripe_member(e->rs->p, e->k, t->s, pl->erased[r]);
+		int dest = stripe_member(e->rs->g.p, e->k, t->s, pl->erased[r]);
 
-		ret = mpi_ret(PMPI_Isend(rows[r], len, MPI_BYTE, dest, e->rs->p + t->s, e->rs->comm,
-					 &t->req[w * t->nreq + r]));
+		ret = mpi_ret(PMPI_Isend(rows[r], len, MPI_BYTE, dest, e->rs->g.p + t->s,
+					 e->rs->comm, &t->req[w * t->nreq + r]));
 	}
 	return ret;
 }
@@ -272,7 +267,7 @@ static int post(struct engine *e, struct task *t)
 	sl->state = SLOT_RECV;
 	if (t->role == SINK) {
 		sl->pending = 1;
-		return mpi_ret(PMPI_Irecv(sl->buf, len, MPI_BYTE, t->gatherer, e->rs->p + t->s,
+		return mpi_ret(PMPI_Irecv(sl->buf, len, MPI_BYTE, t->gatherer, e->rs->g.p + t->s,
 					  e->rs->comm, req));
 	}
 	gather_bufs(t, sl, len, src, rows);
@@ -281,8 +276,8 @@ static int post(struct engine *e, struct task *t)
 		if (i == t->self)
 			continue;
 		ret = mpi_ret(PMPI_Irecv(src[i], len, MPI_BYTE,
-					 stripe_member(e->rs->p, e->k, t->s, pl->contrib[i]), t->s,
-					 e->rs->comm, &req[sl->pending++]));
+					 stripe_member(e->rs->g.p, e->k, t->s, pl->contrib[i]),
+					 t->s, e->rs->comm, &req[sl->pending++]));
 	}
 	if (!sl->pending)
 		sl->state = SLOT_READY; /* the only contributor */
@@ -374,14 +369,10 @@ static int wait_some(struct engine *e, int n, MPI_Request *req, int *nout, int *
 	}
 }
 
-/* Runs one encode or rebuild of the stripe scheme with k checksum positions
- * per stripe. Collective over the set; every member must pass the same
- * data_lost/red_lost (agreed before). Local I/O errors land in io->err and
- * the member keeps exchanging (zeros) so that nobody hangs. */
-int stripe_run(struct redundancy_set *rs, struct scheme_io *io, int k, const struct stripe_kernel *kern,
-	       const bool *data_lost, const bool *red_lost)
+int stripe_run(struct redundancy_set *rs, struct scheme_io *io, int k,
+	       const struct stripe_kernel *kern, const bool *data_lost, const bool *red_lost)
 {
-	const int p = rs->p;
+	const int p = rs->g.p;
 	struct engine e = {
 	    .rs = rs, .io = io, .kern = kern, .k = k, .d = p - k, .piece = stripe_piece(p, k)};
 	struct stripe_plan *plans = calloc(p, sizeof(*plans));
@@ -463,4 +454,20 @@ out:
 	if (ret)
 		pr_err("stripe exchange failed: %s", strerror(-ret));
 	return ret;
+}
+
+int scheme_exchange(struct redundancy_set *rs, struct scheme_io *io, const bool *data_lost,
+		    const bool *red_lost)
+{
+	const struct scheme_ops *ops = rs->g.ops;
+
+	switch (ops->exchange) {
+	case EXCHANGE_COPIES:
+		return copies_run(rs, io, data_lost, red_lost);
+	case EXCHANGE_STRIPES:
+		return stripe_run(rs, io, rs->g.param, ops->kernel, data_lost, red_lost);
+	case EXCHANGE_NONE:
+		break;
+	}
+	return 0;
 }

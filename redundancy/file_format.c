@@ -129,8 +129,8 @@ static size_t record_bytes(int n, const char *const *names)
 	return (b + 7) & ~(size_t)7;
 }
 
-void *record_build(const struct redundancy_set *rs, const char *const *names, int n,
-		       const struct lfile *lf, const uint64_t *crc, size_t *len)
+void *record_build(const struct set_geometry *g, const char *const *names, int n,
+		   const struct lfile *lf, const uint64_t *crc, size_t *len)
 {
 	size_t bytes = record_bytes(n, names);
 	unsigned char *b = calloc(1, bytes);
@@ -140,8 +140,8 @@ void *record_build(const struct redundancy_set *rs, const char *const *names, in
 
 	if (!b)
 		return NULL;
-	rec->index = rs->me;
-	rec->world_rank = rs->world[rs->me];
+	rec->index = g->me;
+	rec->world_rank = g->world[g->me];
 	rec->nfiles = n;
 	rec->bytes = bytes;
 	rec->logical_size = lf->total;
@@ -237,14 +237,14 @@ static uint64_t align_page(uint64_t v)
 
 /* Payload layout of member x's redundancy file: sections after the meta,
  * each page aligned. Returns the file's size. */
-uint64_t file_layout(const struct redundancy_set *rs, const struct set_meta *m, int x,
-		    struct payload_section *sec, int nsec)
+uint64_t file_layout(const struct set_geometry *g, const struct set_meta *m, int x,
+		     struct payload_section *sec, int nsec)
 {
 	uint64_t off = align_page(HEADER_BYTES + m->blob_len + nsec * sizeof(*sec));
 
 	for (int i = 0; i < nsec; i++) {
 		sec[i].offset = off;
-		sec[i].size = rs->ops->section_size(rs, m, x, i);
+		sec[i].size = g->ops->section_size(g, m, x, i);
 		sec[i].crc = 0;
 		off = align_page(off + sec[i].size);
 	}
@@ -263,8 +263,8 @@ int file_create(const char *path, int *fd, uint64_t size)
 
 /* Writes the meta and the header of a redundancy file whose payload is in
  * place, and syncs it. */
-int file_finish(const struct redundancy_set *rs, const struct set_meta *m, int fd,
-	       const struct payload_section *sec, int nsec)
+int file_finish(const struct set_geometry *g, const struct set_meta *m, int fd,
+		const struct payload_section *sec, int nsec)
 {
 	size_t tbytes = (size_t)nsec * sizeof(*sec);
 	unsigned char *page = calloc(1, HEADER_BYTES);
@@ -281,12 +281,12 @@ int file_finish(const struct redundancy_set *rs, const struct set_meta *m, int f
 	memcpy(h->magic, FILE_MAGIC, 8);
 	h->version = FILE_VERSION;
 	h->header_size = sizeof(*h);
-	h->scheme = rs->ops->id;
-	h->set_size = rs->p;
-	h->set_index = rs->me;
-	h->set_id = rs->set_id;
-	h->param = rs->param;
-	h->world_rank = rs->world[rs->me];
+	h->scheme = g->ops->id;
+	h->set_size = g->p;
+	h->set_index = g->me;
+	h->set_id = g->set_id;
+	h->param = g->param;
+	h->world_rank = g->world[g->me];
 	h->max_logical = m->max_logical;
 	h->chunk = m->chunk;
 	h->meta_offset = HEADER_BYTES;
@@ -310,13 +310,13 @@ out:
  * written for this set geometry. On success m holds the records and sec
  * (malloc'd) the sections. Any failure just means "not valid" to the
  * caller. */
-int file_load(const struct redundancy_set *rs, const char *path, struct set_meta *m,
-	     struct payload_section **secp, int *fdp, bool payload)
+int file_load(const struct set_geometry *g, const char *path, struct set_meta *m,
+	      struct payload_section **secp, int *fdp, bool payload)
 {
 	unsigned char *page = malloc(HEADER_BYTES), *meta = NULL;
 	struct file_header *h = (void *)page;
 	struct payload_section *sec = NULL;
-	int fd = fsutil_open_private(path, O_RDWR, NULL, 0), ret = 0, nsec = rs->ops->nsections(rs);
+	int fd = fsutil_open_private(path, O_RDWR, NULL, 0), ret = 0, nsec = g->ops->nsections(g);
 	uint64_t crc, want;
 	struct stat st;
 
@@ -340,8 +340,8 @@ int file_load(const struct redundancy_set *rs, const char *path, struct set_meta
 	h->header_crc = 0;
 	if (memcmp(h->magic, FILE_MAGIC, 8) || h->version != FILE_VERSION ||
 	    h->header_size != sizeof(*h) || crc64_ecma_refl(0, page, sizeof(*h)) != want ||
-	    h->scheme != rs->ops->id || h->set_size != (uint32_t)rs->p ||
-	    h->set_index != (uint32_t)rs->me || h->param != (uint32_t)rs->param ||
+	    h->scheme != g->ops->id || h->set_size != (uint32_t)g->p ||
+	    h->set_index != (uint32_t)g->me || h->param != (uint32_t)g->param ||
 	    h->nsections != (uint32_t)nsec || h->meta_bytes > META_MAX ||
 	    h->meta_bytes < nsec * sizeof(*sec) ||
 	    h->records_bytes != h->meta_bytes - nsec * sizeof(*sec) ||
@@ -367,7 +367,7 @@ int file_load(const struct redundancy_set *rs, const char *path, struct set_meta
 	m->max_logical = h->max_logical;
 	m->chunk = h->chunk;
 	meta = NULL;
-	ret = meta_parse(m, rs->p);
+	ret = meta_parse(m, g->p);
 	if (ret)
 		goto err;
 	sec = malloc(sizeof(*sec) * (nsec ? nsec : 1));
@@ -377,7 +377,7 @@ int file_load(const struct redundancy_set *rs, const char *path, struct set_meta
 	}
 	memcpy(sec, (unsigned char *)m->blob + m->blob_len, nsec * sizeof(*sec));
 	for (int i = 0; i < nsec; i++) {
-		if (sec[i].size != rs->ops->section_size(rs, m, rs->me, i) ||
+		if (sec[i].size != g->ops->section_size(g, m, g->me, i) ||
 		    sec[i].offset > (uint64_t)st.st_size ||
 		    sec[i].size > (uint64_t)st.st_size - sec[i].offset) {
 			ret = -EBADMSG;

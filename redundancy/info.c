@@ -1,4 +1,4 @@
-/* Reading a redundancy file without MPI, for stasis-inspect (redset.h):
+/* Reading a redundancy file without MPI, for stasis-inspect (redundancy_read.h):
  * the header says which scheme and set geometry wrote it; a set of that
  * geometry, without a communicator, then lets file_load check every byte and
  * the scheme's own feasible() judge a pattern of losses. */
@@ -13,27 +13,26 @@
 
 #include "internal.h"
 
-static const struct scheme_ops *const codecs[] = {
-	&scheme_single,
-	&scheme_partner,
-	&scheme_xor,
-	&scheme_rs,
+static const struct scheme_ops *const schemes[] = {
+    &scheme_single,
+    &scheme_partner,
+    &scheme_xor,
+    &scheme_rs,
 };
 
 /* The set described by a header whose crc matched. */
-static int skeleton(const struct file_header *h, struct redundancy_set *rs)
+static int skeleton(const struct file_header *h, struct set_geometry *g)
 {
-	memset(rs, 0, sizeof(*rs));
-	for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++)
-		if (codecs[i]->id == h->scheme)
-			rs->ops = codecs[i];
-	if (!rs->ops || !h->set_size || h->set_size > MAX_SET || h->set_index >= h->set_size)
+	memset(g, 0, sizeof(*g));
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
+		if (schemes[i]->id == h->scheme)
+			g->ops = schemes[i];
+	if (!g->ops || !h->set_size || h->set_size > MAX_SET || h->set_index >= h->set_size)
 		return -EBADMSG;
-	rs->p = h->set_size;
-	rs->me = h->set_index;
-	rs->param = h->param;
-	rs->set_id = h->set_id;
-	rs->comm = MPI_COMM_NULL;
+	g->p = h->set_size;
+	g->me = h->set_index;
+	g->param = h->param;
+	g->set_id = h->set_id;
 	return 0;
 }
 
@@ -43,7 +42,7 @@ int redundancy_info_read(const char *path, struct redundancy_info *out, char *er
 	struct file_header *h = (void *)page;
 	struct payload_section *sec = NULL;
 	struct set_meta m = {0};
-	struct redundancy_set rs;
+	struct set_geometry g;
 	uint64_t want;
 	int fd, ret;
 
@@ -63,12 +62,12 @@ int redundancy_info_read(const char *path, struct redundancy_info *out, char *er
 	want = h->header_crc;
 	h->header_crc = 0;
 	if (memcmp(h->magic, FILE_MAGIC, 8) || h->version != FILE_VERSION ||
-	    crc64_ecma_refl(0, page, sizeof(*h)) != want || skeleton(h, &rs)) {
+	    crc64_ecma_refl(0, page, sizeof(*h)) != want || skeleton(h, &g)) {
 		stasis_errf(err, errlen, "%s: not a valid redundancy file (header)", path);
 		return -EBADMSG;
 	}
 	/* The whole file: records and every payload section's crc. */
-	ret = file_load(&rs, path, &m, &sec, &fd, true);
+	ret = file_load(&g, path, &m, &sec, &fd, true);
 	if (ret) {
 		stasis_errf(err, errlen, "%s: damaged redundancy file (%s)", path,
 			    ret == -EBADMSG ? "checksum or layout mismatch" : strerror(-ret));
@@ -76,23 +75,23 @@ int redundancy_info_read(const char *path, struct redundancy_info *out, char *er
 	}
 	close(fd);
 	free(sec);
-	out->scheme = rs.ops->name;
-	out->set_id = rs.set_id;
-	out->p = rs.p;
-	out->me = rs.me;
-	out->param = rs.param;
-	out->tolerance = rs.ops->tolerance(&rs);
-	out->world = calloc(rs.p, sizeof(*out->world));
-	out->name = calloc(rs.p, sizeof(*out->name));
-	out->size = calloc(rs.p, sizeof(*out->size));
-	out->crc = calloc(rs.p, sizeof(*out->crc));
+	out->scheme = g.ops->name;
+	out->set_id = g.set_id;
+	out->p = g.p;
+	out->me = g.me;
+	out->param = g.param;
+	out->tolerance = g.ops->tolerance(&g);
+	out->world = calloc(g.p, sizeof(*out->world));
+	out->name = calloc(g.p, sizeof(*out->name));
+	out->size = calloc(g.p, sizeof(*out->size));
+	out->crc = calloc(g.p, sizeof(*out->crc));
 	if (!out->world || !out->name || !out->size || !out->crc) {
 		meta_free(&m);
 		redundancy_info_free(out);
 		stasis_errf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	for (int x = 0; x < rs.p; x++) {
+	for (int x = 0; x < g.p; x++) {
 		out->world[x] = m.m[x].world_rank;
 		if (m.m[x].nfiles > 0) {
 			snprintf(out->name[x], sizeof(out->name[x]), "%s", m.m[x].name[0]);
@@ -117,14 +116,14 @@ bool redundancy_info_feasible(const struct redundancy_info *info, const bool *da
 			  const bool *red_lost)
 {
 	struct file_header h = {.scheme = 0};
-	struct redundancy_set rs;
+	struct set_geometry g;
 
-	for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++)
-		if (!strcmp(codecs[i]->name, info->scheme))
-			h.scheme = codecs[i]->id;
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
+		if (!strcmp(schemes[i]->name, info->scheme))
+			h.scheme = schemes[i]->id;
 	h.set_size = info->p;
 	h.set_index = info->me;
 	h.param = info->param;
 	h.set_id = info->set_id;
-	return !skeleton(&h, &rs) && rs.ops->feasible(&rs, data_lost, red_lost);
+	return !skeleton(&h, &g) && g.ops->feasible(&g, data_lost, red_lost);
 }

@@ -1,6 +1,8 @@
-/* Internals shared by set.c, file_format.c, rebuild.c, the stripe
- * engine and the scheme files (scheme_*.c). Not installed; tests include it
- * to drive the pure math.
+/* The inside of the redundancy layer that needs no MPI: the redundancy
+ * file's format, a set's geometry, the table of the schemes, the stripe
+ * math and the data path. What needs MPI (a set's communicator, the
+ * collective steps, the exchanges) is internal_mpi.h. Not installed; tests
+ * include it to drive the pure math.
  *
  * Redundancy file <dir>/<red_name> (0600, fsync'd, written as
  * <red_name>.tmp then renamed), all integers little-endian:
@@ -31,11 +33,12 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#include "redundancy.h"
 #include "fsutil.h"
 #include "log.h"
+#include "redundancy_read.h"
 
 #define FILE_MAGIC "STASISRD" /* 8 bytes, no NUL stored */
 #define FILE_VERSION 1u
@@ -119,14 +122,16 @@ int full_pwrite(int fd, const void *buf, size_t len, uint64_t off);
 int lf_alloc(struct lfile *lf, int n);
 void lf_close(struct lfile *lf);
 
-struct redundancy_set {
+/* A redundancy set as one member sees it, without its communicator: who
+ * is in it and how it is protected. A reader makes one from a file's
+ * header (info.c); a set made over MPI holds one (internal_mpi.h). */
+struct set_geometry {
 	const struct scheme_ops *ops;
-	MPI_Comm comm; /* the set, ranks in ring order */
-	int p;         /* set size */
-	int me;        /* index in the set */
+	int p;	/* members */
+	int me; /* this member's index in the set */
 	int set_id;
-	int param;      /* k / replicas */
-	int *world;     /* world rank of each member */
+	int param;  /* rs k, partner replicas, xor 1, single 0 */
+	int *world; /* world rank of each member */
 };
 
 /* crc64 of each of a logical file's files, fed by parts as its data passes
@@ -153,24 +158,47 @@ struct scheme_io {
 	int err;                  /* first local I/O error; the collective still runs on */
 };
 
+static inline void io_keep_err(struct scheme_io *io, int ret)
+{
+	if (ret && !io->err)
+		io->err = ret;
+}
+
+/* How a scheme's data moves between the members of a set, over MPI
+ * (internal_mpi.h): not at all, whole copies to neighbours
+ * (exchange_copies.c), or stripes combined by a kernel (exchange.c). The
+ * schemes themselves need no MPI, so that a reader can use them. */
+enum scheme_exchange { EXCHANGE_NONE, EXCHANGE_COPIES, EXCHANGE_STRIPES };
+
 /* A redundancy scheme. data_lost[x] / red_lost[x]: member x lacks its files
  * / its redundancy file. Encode is "rebuild every redundancy file from
  * intact files". */
 struct scheme_ops {
 	const char *name;
-	uint32_t id;
+	uint32_t id; /* in the file header */
 	/* Validate params for a set of p members: 0 or -EINVAL with err. */
-	int (*check)(const struct redundancy_params *prm, int p, int *param, char *err, size_t errlen);
-	int (*tolerance)(const struct redundancy_set *rs);
-	uint64_t (*chunk)(const struct redundancy_set *rs, uint64_t max_logical);
+	int (*check)(const struct redundancy_params *prm, int p, int *param, char *err,
+		     size_t errlen);
+	int (*tolerance)(const struct set_geometry *g);
+	uint64_t (*chunk)(const struct set_geometry *g, uint64_t max_logical);
 	/* Payload sections of member x: count, and each one's size. */
-	int (*nsections)(const struct redundancy_set *rs);
-	uint64_t (*section_size)(const struct redundancy_set *rs, const struct set_meta *m, int x, int sec);
-	bool (*feasible)(const struct redundancy_set *rs, const bool *data_lost, const bool *red_lost);
-	int (*run)(struct redundancy_set *rs, struct scheme_io *io, const bool *data_lost, const bool *red_lost);
+	int (*nsections)(const struct set_geometry *g);
+	uint64_t (*section_size)(const struct set_geometry *g, const struct set_meta *m, int x,
+				 int sec);
+	bool (*feasible)(const struct set_geometry *g, const bool *data_lost, const bool *red_lost);
+	enum scheme_exchange exchange;
+	const struct stripe_kernel *kernel; /* EXCHANGE_STRIPES: the arithmetic, k = param */
 };
 
 extern const struct scheme_ops scheme_single, scheme_partner, scheme_xor, scheme_rs;
+
+/* partner (scheme_partner.c), for its copies (exchange_copies.c): where
+ * member y's logical file can be read, y itself or the first of its right
+ * neighbours holding an intact copy. Returns the member (-1: none) and in
+ * *sec its section (-1: the files themselves). */
+#define PARTNER_PIECE (256u * 1024u)
+int partner_source(const struct set_geometry *g, int y, const bool *data_lost, const bool *red_lost,
+		   int *sec);
 
 /* ---- stripe math (stripe_plan.c, no MPI) ---- */
 
@@ -218,12 +246,6 @@ uint64_t stripe_chunk(int p, int k, uint64_t max_logical);
 /* Bytes per piece: a few pieces of every stripe this member touches stay
  * in cache together. Same on all members for the same p, k. */
 size_t stripe_piece(int p, int k);
-
-/* ---- stripe engine over MPI (exchange.c) ---- */
-int stripe_run(struct redundancy_set *rs, struct scheme_io *io, int k, const struct stripe_kernel *kern,
-	       const bool *data_lost, const bool *red_lost);
-
-/* ---- common to set.c, file_format.c and rebuild.c ---- */
 
 #define PASS_PIECE (1u << 20) /* buffer of the crc passes over whole files */
 
@@ -279,29 +301,19 @@ int crc_parts_finish(const struct crc_parts *t, const struct lfile *lf, uint64_t
 /* crc64 of size bytes of fd from off, read into the kept pass buffer. */
 int crc64_range(int fd, uint64_t off, uint64_t size, uint64_t *crc);
 
-/* Collective over the set: every member learns the worst result (the most
- * negative errno, ties to the lowest member); one that did not fail itself
- * gets err naming the rank that did and what failed. */
-int set_agree(const struct redundancy_set *rs, int ret, char *err, size_t errlen, const char *what);
-
-static inline int mpi_ret(int rc)
-{
-	return rc == MPI_SUCCESS ? 0 : -EIO;
-}
-
-/* ---- the redundancy file (file_format.c, no MPI) ---- */
+/* ---- the redundancy file (file_format.c) ---- */
 
 char *path_join(const char *dir, const char *name, const char *suffix); /* malloc'd */
-void *record_build(const struct redundancy_set *rs, const char *const *names, int n,
-		       const struct lfile *lf, const uint64_t *crc, size_t *len);
+void *record_build(const struct set_geometry *g, const char *const *names, int n,
+		   const struct lfile *lf, const uint64_t *crc, size_t *len);
 int meta_parse(struct set_meta *m, int p);
 void meta_free(struct set_meta *m);
-uint64_t file_layout(const struct redundancy_set *rs, const struct set_meta *m, int x,
-		    struct payload_section *sec, int nsec);
+uint64_t file_layout(const struct set_geometry *g, const struct set_meta *m, int x,
+		     struct payload_section *sec, int nsec);
 int file_create(const char *path, int *fd, uint64_t size);
-int file_finish(const struct redundancy_set *rs, const struct set_meta *m, int fd,
-	       const struct payload_section *sec, int nsec);
-int file_load(const struct redundancy_set *rs, const char *path, struct set_meta *m,
-	     struct payload_section **secp, int *fdp, bool payload);
+int file_finish(const struct set_geometry *g, const struct set_meta *m, int fd,
+		const struct payload_section *sec, int nsec);
+int file_load(const struct set_geometry *g, const char *path, struct set_meta *m,
+	      struct payload_section **secp, int *fdp, bool payload);
 
 #endif

@@ -15,7 +15,7 @@
 #define LOG_PREFIX "redset: "
 #include "fault.h"
 #include "log.h"
-#include "internal.h"
+#include "internal_mpi.h"
 
 /* Opens this member's files at their recorded sizes, or false (they are
  * then rebuilt). Their crc64 is checked by check_mine(), after the
@@ -88,7 +88,7 @@ static int bcast_meta(const struct redundancy_set *rs, int root, struct set_meta
 	ret = mpi_ret(PMPI_Bcast(hdr, 3, MPI_UINT64_T, root, rs->comm));
 	if (ret)
 		return ret;
-	if (rs->me == root) {
+	if (rs->g.me == root) {
 		blob = m->blob;
 	} else {
 		meta_free(m);
@@ -102,13 +102,13 @@ static int bcast_meta(const struct redundancy_set *rs, int root, struct set_meta
 		ret = -ENOMEM;
 	if (!ret)
 		ret = mpi_ret(PMPI_Bcast(blob, (int)hdr[0], MPI_BYTE, root, rs->comm));
-	if (rs->me == root || !blob)
+	if (rs->g.me == root || !blob)
 		return ret;
 	m->blob = blob;
 	m->blob_len = hdr[0];
 	m->max_logical = hdr[1];
 	m->chunk = hdr[2];
-	return ret ? ret : meta_parse(m, rs->p);
+	return ret ? ret : meta_parse(m, rs->g.p);
 }
 
 /* Creates the temporaries a lost member's files are rebuilt into, at their
@@ -208,21 +208,21 @@ static void beyond_tolerance(const struct redundancy_set *rs, const bool *data_l
 	char buf[1024];
 	size_t n = 0;
 
-	n += snprintf(buf + n, sizeof(buf) - n, "set %d (ranks ", rs->set_id);
-	for (int x = 0; x < rs->p && n < sizeof(buf); x++)
-		n += snprintf(buf + n, sizeof(buf) - n, "%s%d", x ? "," : "", rs->world[x]);
+	n += snprintf(buf + n, sizeof(buf) - n, "set %d (ranks ", rs->g.set_id);
+	for (int x = 0; x < rs->g.p && n < sizeof(buf); x++)
+		n += snprintf(buf + n, sizeof(buf) - n, "%s%d", x ? "," : "", rs->g.world[x]);
 	if (n < sizeof(buf))
 		n += snprintf(buf + n, sizeof(buf) - n, "): lost ranks ");
-	for (int x = 0, first = 1; x < rs->p && n < sizeof(buf); x++) {
+	for (int x = 0, first = 1; x < rs->g.p && n < sizeof(buf); x++) {
 		if (!data_lost[x] && !red_lost[x])
 			continue;
-		n += snprintf(buf + n, sizeof(buf) - n, "%s%d%s", first ? "" : ",", rs->world[x],
+		n += snprintf(buf + n, sizeof(buf) - n, "%s%d%s", first ? "" : ",", rs->g.world[x],
 			      data_lost[x] ? "" : " (redundancy file)");
 		first = 0;
 	}
 	if (n < sizeof(buf))
-		snprintf(buf + n, sizeof(buf) - n, "; scheme %s tolerates %d", rs->ops->name,
-			 rs->ops->tolerance(rs));
+		snprintf(buf + n, sizeof(buf) - n, "; scheme %s tolerates %d", rs->g.ops->name,
+			 rs->g.ops->tolerance(&rs->g));
 	stasis_errf(err, errlen, "%s", buf);
 }
 
@@ -236,7 +236,7 @@ static int prepare_outputs(const struct redundancy_set *rs, const char *dir, con
 	int ret = 0;
 
 	if (data_new) {
-		ret = open_rebuilt(dir, &m->m[rs->me], &io->lf, err, errlen);
+		ret = open_rebuilt(dir, &m->m[rs->g.me], &io->lf, err, errlen);
 		if (!ret && crc_parts_init(crcs, &io->lf, m->chunk))
 			ret = -ENOMEM;
 		io->crc = crcs;
@@ -251,7 +251,7 @@ static int prepare_outputs(const struct redundancy_set *rs, const char *dir, con
 			ret = -errno;
 		else
 			ret = file_create(tmp, &io->red_fd,
-					 file_layout(rs, m, rs->me, io->sec, io->nsec));
+					  file_layout(&rs->g, m, rs->g.me, io->sec, io->nsec));
 		if (ret)
 			stasis_errf(err, errlen, "create %s: %s", tmp, strerror(-ret));
 	}
@@ -287,14 +287,14 @@ static int share_checks(const struct redundancy_set *rs, int ret, int data_bad, 
 
 	if (PMPI_Allgather(mine, 3, MPI_INT, flags, 3, MPI_INT, rs->comm) != MPI_SUCCESS)
 		return -EIO;
-	for (int x = 0; x < rs->p; x++)
+	for (int x = 0; x < rs->g.p; x++)
 		if (flags[3 * x] < worst) {
 			worst = flags[3 * x];
 			who = x;
 		}
 	if (worst && !ret)
-		stasis_errf(err, errlen, "rebuild failed on rank %d (set %d): %s", rs->world[who],
-			    rs->set_id, strerror(-worst));
+		stasis_errf(err, errlen, "rebuild failed on rank %d (set %d): %s", rs->g.world[who],
+			    rs->g.set_id, strerror(-worst));
 	return worst;
 }
 
@@ -304,7 +304,7 @@ int redundancy_rebuild(struct redundancy_set *rs, const char *dir, const char *r
 	struct scheme_io io = {.red_fd = -1, .corrupt_at = UINT64_MAX};
 	struct set_meta m = {0};
 	struct crc_parts crcs = {0}, mine_crcs = {0};
-	int nsec = rs->ops->nsections(rs), p = rs->p, root = -1, ret;
+	int nsec = rs->g.ops->nsections(&rs->g), p = rs->g.p, root = -1, ret;
 	int *flags = calloc((size_t)3 * p, sizeof(int)), mine[2];
 	bool *data_lost = calloc(p, sizeof(bool)), *red_lost = calloc(p, sizeof(bool));
 	char *red = path_join(dir, red_name, ""), *tmp = path_join(dir, red_name, ".tmp");
@@ -321,7 +321,7 @@ int redundancy_rebuild(struct redundancy_set *rs, const char *dir, const char *r
 		goto out;
 
 	/* The sections' crc64 is checked as the exchange reads them. */
-	red_ok = file_load(rs, red, &m, &io.sec, &io.red_fd, false) == 0;
+	red_ok = file_load(&rs->g, red, &m, &io.sec, &io.red_fd, false) == 0;
 	if (!red_ok)
 		pr_info("%s: missing or not valid", red);
 	io.nsec = nsec;
@@ -351,7 +351,7 @@ int redundancy_rebuild(struct redundancy_set *rs, const char *dir, const char *r
 		goto out;
 	}
 
-	have = have_mine && open_recorded(dir, &m.m[rs->me], &io.lf) &&
+	have = have_mine && open_recorded(dir, &m.m[rs->g.me], &io.lf) &&
 	       !crc_parts_init(&mine_crcs, &io.lf, m.chunk);
 	if (!have)
 		lf_close(&io.lf);
@@ -370,17 +370,17 @@ int redundancy_rebuild(struct redundancy_set *rs, const char *dir, const char *r
 
 		for (int x = 0; x < p; x++)
 			nlost += data_lost[x] || red_lost[x];
-		if (nlost && !rs->ops->feasible(rs, data_lost, red_lost)) {
+		if (nlost && !rs->g.ops->feasible(&rs->g, data_lost, red_lost)) {
 			beyond_tolerance(rs, data_lost, red_lost, err, errlen);
 			ret = -EUCLEAN;
 			goto out;
 		}
-		data_new = data_lost[rs->me];
-		red_new = red_lost[rs->me];
+		data_new = data_lost[rs->g.me];
+		red_new = red_lost[rs->g.me];
 		io.meta = &m;
 		if (nlost) {
-			pr_info("set %d: rebuilding %d member(s), scheme %s", rs->set_id, nlost,
-				rs->ops->name);
+			pr_info("set %d: rebuilding %d member(s), scheme %s", rs->g.set_id, nlost,
+				rs->g.ops->name);
 			ret = prepare_outputs(rs, dir, tmp, &m, &io, &crcs, data_new, red_new, err,
 					      errlen);
 			ret = set_agree(rs, ret, err, errlen, "preparing the rebuild");
@@ -388,15 +388,15 @@ int redundancy_rebuild(struct redundancy_set *rs, const char *dir, const char *r
 				goto out;
 			if (fault_hit(FAULT_FAIL_REBUILD_RUN))
 				io.err = -EIO; /* as a local I/O error in the exchange */
-			ret = rs->ops->run(rs, &io, data_lost, red_lost);
+			ret = scheme_exchange(rs, &io, data_lost, red_lost);
 			if (!ret)
 				ret = io.err;
 			if (ret)
 				stasis_errf(err, errlen, "rebuild (scheme %s) failed: %s",
-					    rs->ops->name, strerror(-ret));
+					    rs->g.ops->name, strerror(-ret));
 		}
 		if (!ret && !checked)
-			check_mine(dir, red, &io, &m.m[rs->me], data_new ? NULL : &mine_crcs,
+			check_mine(dir, red, &io, &m.m[rs->g.me], data_new ? NULL : &mine_crcs,
 				   &data_bad, &red_bad);
 		checked = true;
 		ret = share_checks(rs, ret, data_bad, red_bad, flags, err, errlen);
@@ -410,10 +410,10 @@ int redundancy_rebuild(struct redundancy_set *rs, const char *dir, const char *r
 		}
 		if (!data_bad && !red_bad)
 			break;
-		drop_outputs(dir, tmp, &m.m[rs->me], &io, &crcs, data_new, red_new);
-		if (flags[3 * rs->me + 1])
+		drop_outputs(dir, tmp, &m.m[rs->g.me], &io, &crcs, data_new, red_new);
+		if (flags[3 * rs->g.me + 1])
 			lf_close(&io.lf);
-		if (flags[3 * rs->me + 2] && io.red_fd >= 0) {
+		if (flags[3 * rs->g.me + 2] && io.red_fd >= 0) {
 			close(io.red_fd);
 			io.red_fd = -1;
 		}
@@ -432,9 +432,9 @@ int redundancy_rebuild(struct redundancy_set *rs, const char *dir, const char *r
 	if (!lost_any)
 		goto out;
 	if (data_new)
-		ret = install_rebuilt(dir, &m.m[rs->me], &io.lf, &crcs, err, errlen);
+		ret = install_rebuilt(dir, &m.m[rs->g.me], &io.lf, &crcs, err, errlen);
 	if (!ret && red_new) {
-		ret = file_finish(rs, &m, io.red_fd, io.sec, nsec);
+		ret = file_finish(&rs->g, &m, io.red_fd, io.sec, nsec);
 		if (!ret && rename(tmp, red))
 			ret = -errno;
 		if (!ret)
@@ -445,7 +445,7 @@ int redundancy_rebuild(struct redundancy_set *rs, const char *dir, const char *r
 	ret = set_agree(rs, ret, err, errlen, "rebuild");
 out:
 	if (ret && (data_new || red_new))
-		drop_outputs(dir, tmp, &m.m[rs->me], &io, &crcs, data_new, red_new);
+		drop_outputs(dir, tmp, &m.m[rs->g.me], &io, &crcs, data_new, red_new);
 	if (io.red_fd >= 0)
 		close(io.red_fd);
 	lf_close(&io.lf);

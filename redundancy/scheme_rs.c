@@ -106,48 +106,44 @@ static int rs_check(const struct redundancy_params *prm, int p, int *param, char
 	return 0;
 }
 
-static int rs_tolerance(const struct redundancy_set *rs)
+static int rs_tolerance(const struct set_geometry *g)
 {
-	return rs->param;
+	return g->param;
 }
 
-static uint64_t rs_chunk(const struct redundancy_set *rs, uint64_t max_logical)
+static uint64_t rs_chunk(const struct set_geometry *g, uint64_t max_logical)
 {
-	return stripe_chunk(rs->p, rs->param, max_logical);
+	return stripe_chunk(g->p, g->param, max_logical);
 }
 
-static int rs_nsections(const struct redundancy_set *rs)
+static int rs_nsections(const struct set_geometry *g)
 {
-	return rs->param;
+	return g->param;
 }
 
-static uint64_t rs_section_size(const struct redundancy_set *rs, const struct set_meta *m, int x, int sec)
+static uint64_t rs_section_size(const struct set_geometry *g, const struct set_meta *m, int x,
+				int sec)
 {
-	(void)rs;
+	(void)g;
 	(void)x;
 	(void)sec;
 	return m->chunk;
 }
 
-static bool rs_feasible(const struct redundancy_set *rs, const bool *data_lost, const bool *red_lost)
+static bool rs_feasible(const struct set_geometry *g, const bool *data_lost, const bool *red_lost)
 {
-	return stripe_feasible(rs->p, rs->param, data_lost, red_lost);
-}
-
-static int rs_run(struct redundancy_set *rs, struct scheme_io *io, const bool *data_lost,
-		  const bool *red_lost)
-{
-	return stripe_run(rs, io, rs->param, &stripe_kernel_rs, data_lost, red_lost);
+	return stripe_feasible(g->p, g->param, data_lost, red_lost);
 }
 
 const struct scheme_ops scheme_rs = {
-	.name = "rs",
-	.id = 4,
-	.check = rs_check,
-	.tolerance = rs_tolerance,
-	.chunk = rs_chunk,
-	.nsections = rs_nsections,
-	.section_size = rs_section_size,
-	.feasible = rs_feasible,
-	.run = rs_run,
+    .name = "rs",
+    .id = 4,
+    .check = rs_check,
+    .tolerance = rs_tolerance,
+    .chunk = rs_chunk,
+    .nsections = rs_nsections,
+    .section_size = rs_section_size,
+    .feasible = rs_feasible,
+    .exchange = EXCHANGE_STRIPES,
+    .kernel = &stripe_kernel_rs,
 };

@@ -4,8 +4,6 @@
 #include <errno.h>
 #include <stdio.h>
 
-#define LOG_PREFIX "redset: "
-#include "log.h"
 #include "internal.h"
 
 static int single_check(const struct redundancy_params *prm, int p, int *param, char *err,
@@ -19,29 +17,29 @@ static int single_check(const struct redundancy_params *prm, int p, int *param, 
 	return 0;
 }
 
-static int single_tolerance(const struct redundancy_set *rs)
+static int single_tolerance(const struct set_geometry *g)
 {
-	(void)rs;
+	(void)g;
 	return 0;
 }
 
-static uint64_t single_chunk(const struct redundancy_set *rs, uint64_t max_logical)
+static uint64_t single_chunk(const struct set_geometry *g, uint64_t max_logical)
 {
-	(void)rs;
+	(void)g;
 	(void)max_logical;
 	return 0;
 }
 
-static int single_nsections(const struct redundancy_set *rs)
+static int single_nsections(const struct set_geometry *g)
 {
-	(void)rs;
+	(void)g;
 	return 0;
 }
 
-static uint64_t single_section_size(const struct redundancy_set *rs, const struct set_meta *m, int x,
+static uint64_t single_section_size(const struct set_geometry *g, const struct set_meta *m, int x,
 				    int sec)
 {
-	(void)rs;
+	(void)g;
 	(void)m;
 	(void)x;
 	(void)sec;
@@ -49,33 +47,24 @@ static uint64_t single_section_size(const struct redundancy_set *rs, const struc
 }
 
 /* A lost redundancy file is only metadata, which every valid one holds. */
-static bool single_feasible(const struct redundancy_set *rs, const bool *data_lost, const bool *red_lost)
+static bool single_feasible(const struct set_geometry *g, const bool *data_lost,
+			    const bool *red_lost)
 {
 	(void)red_lost;
-	for (int x = 0; x < rs->p; x++)
+	for (int x = 0; x < g->p; x++)
 		if (data_lost[x])
 			return false;
 	return true;
 }
 
-static int single_run(struct redundancy_set *rs, struct scheme_io *io, const bool *data_lost,
-		      const bool *red_lost)
-{
-	(void)rs;
-	(void)io;
-	(void)data_lost;
-	(void)red_lost;
-	return 0;
-}
-
 const struct scheme_ops scheme_single = {
-	.name = "single",
-	.id = 1,
-	.check = single_check,
-	.tolerance = single_tolerance,
-	.chunk = single_chunk,
-	.nsections = single_nsections,
-	.section_size = single_section_size,
-	.feasible = single_feasible,
-	.run = single_run,
+    .name = "single",
+    .id = 1,
+    .check = single_check,
+    .tolerance = single_tolerance,
+    .chunk = single_chunk,
+    .nsections = single_nsections,
+    .section_size = single_section_size,
+    .feasible = single_feasible,
+    .exchange = EXCHANGE_NONE,
 };

@@ -8,8 +8,6 @@
 
 #include <isa-l.h>
 
-#define LOG_PREFIX "redset: "
-#include "log.h"
 #include "internal.h"
 
 static int xor_prepare(int p, int k, struct stripe_plan *pl)
@@ -52,50 +50,46 @@ static int xor_params(const struct redundancy_params *prm, int p, int *param, ch
 	return 0;
 }
 
-static int xor_tolerance(const struct redundancy_set *rs)
+static int xor_tolerance(const struct set_geometry *g)
 {
-	(void)rs;
+	(void)g;
 	return 1;
 }
 
-static uint64_t xor_chunk(const struct redundancy_set *rs, uint64_t max_logical)
+static uint64_t xor_chunk(const struct set_geometry *g, uint64_t max_logical)
 {
-	return stripe_chunk(rs->p, 1, max_logical);
+	return stripe_chunk(g->p, 1, max_logical);
 }
 
-static int xor_nsections(const struct redundancy_set *rs)
+static int xor_nsections(const struct set_geometry *g)
 {
-	(void)rs;
+	(void)g;
 	return 1;
 }
 
-static uint64_t xor_section_size(const struct redundancy_set *rs, const struct set_meta *m, int x, int sec)
+static uint64_t xor_section_size(const struct set_geometry *g, const struct set_meta *m, int x,
+				 int sec)
 {
-	(void)rs;
+	(void)g;
 	(void)x;
 	(void)sec;
 	return m->chunk;
 }
 
-static bool xor_feasible(const struct redundancy_set *rs, const bool *data_lost, const bool *red_lost)
+static bool xor_feasible(const struct set_geometry *g, const bool *data_lost, const bool *red_lost)
 {
-	return stripe_feasible(rs->p, 1, data_lost, red_lost);
-}
-
-static int xor_run(struct redundancy_set *rs, struct scheme_io *io, const bool *data_lost,
-		   const bool *red_lost)
-{
-	return stripe_run(rs, io, 1, &stripe_kernel_xor, data_lost, red_lost);
+	return stripe_feasible(g->p, 1, data_lost, red_lost);
 }
 
 const struct scheme_ops scheme_xor = {
-	.name = "xor",
-	.id = 3,
-	.check = xor_params,
-	.tolerance = xor_tolerance,
-	.chunk = xor_chunk,
-	.nsections = xor_nsections,
-	.section_size = xor_section_size,
-	.feasible = xor_feasible,
-	.run = xor_run,
+    .name = "xor",
+    .id = 3,
+    .check = xor_params,
+    .tolerance = xor_tolerance,
+    .chunk = xor_chunk,
+    .nsections = xor_nsections,
+    .section_size = xor_section_size,
+    .feasible = xor_feasible,
+    .exchange = EXCHANGE_STRIPES,
+    .kernel = &stripe_kernel_xor,
 };

@@ -14,7 +14,7 @@
 
 #define LOG_PREFIX "redset: "
 #include "log.h"
-#include "internal.h"
+#include "internal_mpi.h"
 
 static const struct scheme_ops *const codecs[] = {
 	&scheme_single,
@@ -223,26 +223,26 @@ int redundancy_set_create(MPI_Comm world, int domain, const struct redundancy_pa
 	for (int i = start[g]; i < start[g + 1]; i++)
 		if (seq[i].rank == rank)
 			key = i - start[g];
-	rs->ops = ops;
-	rs->set_id = g;
-	rs->me = key;
-	rs->p = start[g + 1] - start[g];
-	ops->check(prm, rs->p, &rs->param, err, errlen);
-	rs->world = malloc(sizeof(int) * rs->p);
-	if (!rs->world) {
+	rs->g.ops = ops;
+	rs->g.set_id = g;
+	rs->g.me = key;
+	rs->g.p = start[g + 1] - start[g];
+	ops->check(prm, rs->g.p, &rs->g.param, err, errlen);
+	rs->g.world = malloc(sizeof(int) * rs->g.p);
+	if (!rs->g.world) {
 		stasis_errf(err, errlen, "out of memory forming sets");
 		ret = -ENOMEM;
 		goto err;
 	}
-	for (int i = 0; i < rs->p; i++)
-		rs->world[i] = seq[start[g] + i].rank;
+	for (int i = 0; i < rs->g.p; i++)
+		rs->g.world[i] = seq[start[g] + i].rank;
 	ret = mpi_ret(PMPI_Comm_split(world, g, key, &rs->comm));
 	if (ret) {
 		stasis_errf(err, errlen, "splitting the set communicator failed");
 		rs->comm = MPI_COMM_NULL;
 		goto err;
 	}
-	pr_debug("set %d: member %d of %d, scheme %s", g, key, rs->p, ops->name);
+	pr_debug("set %d: member %d of %d, scheme %s", g, key, rs->g.p, ops->name);
 	*out = rs;
 	rs = NULL;
 err:
@@ -259,13 +259,13 @@ int set_agree(const struct redundancy_set *rs, int ret, char *err, size_t errlen
 	struct {
 		int v;
 		int r;
-	} in = {ret, rs->me}, out;
+	} in = {ret, rs->g.me}, out;
 
 	if (PMPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, rs->comm) != MPI_SUCCESS)
 		return -EIO;
 	if (out.v && !ret)
 		stasis_errf(err, errlen, "%s failed on rank %d (set %d): %s", what,
-			    rs->world[out.r], rs->set_id, strerror(-out.v));
+			    rs->g.world[out.r], rs->g.set_id, strerror(-out.v));
 	return out.v;
 }
 
@@ -275,6 +275,6 @@ void redundancy_set_free(struct redundancy_set *rs)
 		return;
 	if (rs->comm != MPI_COMM_NULL && rs->comm != 0)
 		PMPI_Comm_free(&rs->comm);
-	free(rs->world);
+	free(rs->g.world);
 	free(rs);
 }

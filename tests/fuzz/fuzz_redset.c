@@ -1,7 +1,7 @@
 /* libFuzzer target: the redundancy-file parser (redundancy/file_format.c,
  * file_load and the member records' meta_parse) on any file. The set it
  * is read for (scheme, size, member, parameter) is taken from the file's
- * own header when the codec accepts it, so that the geometry checks can
+ * own header when the scheme accepts it, so that the geometry checks can
  * pass. Flags (first input byte): 1 recompute each payload section's crc,
  * 2 the meta crc, 4 the header crc. See fuzz.h. */
 #include <stddef.h>
@@ -11,13 +11,13 @@
 #include "fuzz.h"
 #include "internal.h"
 
-static const struct scheme_ops *const codecs[] = {&scheme_single, &scheme_partner,
-						 &scheme_xor, &scheme_rs};
+static const struct scheme_ops *const schemes[] = {&scheme_single, &scheme_partner, &scheme_xor,
+						   &scheme_rs};
 static char path[512];
 static int world[MAX_SET];
 
 /* A set for scheme ops of p members, param k, seen from member me. */
-static int make_set(struct redundancy_set *rs, const struct scheme_ops *ops, int p, int me, uint32_t k)
+static int make_set(struct set_geometry *g, const struct scheme_ops *ops, int p, int me, uint32_t k)
 {
 	struct redundancy_params prm = {ops->name, p, (int)k, (int)k};
 	char err[256];
@@ -26,7 +26,7 @@ static int make_set(struct redundancy_set *rs, const struct scheme_ops *ops, int
 	if (p < 1 || p > 16 || me < 0 || me >= p || k > MAX_SET ||
 	    ops->check(&prm, p, &param, err, sizeof(err)))
 		return -1;
-	*rs = (struct redundancy_set){.ops = ops, .p = p, .me = me, .param = param, .world = world};
+	*g = (struct set_geometry){.ops = ops, .p = p, .me = me, .param = param, .world = world};
 	return 0;
 }
 
@@ -35,7 +35,7 @@ static void write_file(const struct scheme_ops *ops, int p, int me, int k, const
 		       const char *name)
 {
 	static const char *const names[] = {"ckpt-3.r0.img"};
-	struct redundancy_set rs;
+	struct set_geometry g;
 	struct set_meta m = {0};
 	struct payload_section sec[MAX_SET];
 	size_t len[MAX_SET], at = 0;
@@ -43,19 +43,19 @@ static void write_file(const struct scheme_ops *ops, int p, int me, int k, const
 	uint64_t crc = 0x1234;
 	int nsec, fd;
 
-	if (make_set(&rs, ops, p, me, k))
+	if (make_set(&g, ops, p, me, k))
 		fuzz_die("make_set");
 	for (int x = 0; x < p; x++) {
 		struct lfile lf = {0};
 
 		lf_alloc(&lf, 1);
 		lf.size[0] = lf.total = 4096 * (x + 1) + 100;
-		rs.me = x;
-		rec[x] = record_build(&rs, names, 1, &lf, &crc, &len[x]);
+		g.me = x;
+		rec[x] = record_build(&g, names, 1, &lf, &crc, &len[x]);
 		m.blob_len += len[x];
 		lf_close(&lf);
 	}
-	rs.me = me;
+	g.me = me;
 	m.blob = malloc(m.blob_len);
 	for (int x = 0; x < p; x++) {
 		memcpy((char *)m.blob + at, rec[x], len[x]);
@@ -67,9 +67,9 @@ static void write_file(const struct scheme_ops *ops, int p, int me, int k, const
 	for (int x = 0; x < p; x++)
 		if (m.m[x].logical > m.max_logical)
 			m.max_logical = m.m[x].logical;
-	m.chunk = ops->chunk(&rs, m.max_logical);
-	nsec = ops->nsections(&rs);
-	if (file_create(path, &fd, file_layout(&rs, &m, me, sec, nsec)))
+	m.chunk = ops->chunk(&g, m.max_logical);
+	nsec = ops->nsections(&g);
+	if (file_create(path, &fd, file_layout(&g, &m, me, sec, nsec)))
 		fuzz_die(path);
 	for (int i = 0; i < nsec; i++) {
 		unsigned char *b = malloc(sec[i].size + 1);
@@ -81,7 +81,7 @@ static void write_file(const struct scheme_ops *ops, int p, int me, int k, const
 		sec[i].crc = crc64_ecma_refl(0, b, sec[i].size);
 		free(b);
 	}
-	if (file_finish(&rs, &m, fd, sec, nsec))
+	if (file_finish(&g, &m, fd, sec, nsec))
 		fuzz_die("file_finish");
 	close(fd);
 	meta_free(&m);
@@ -148,7 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct scheme_ops *ops = &scheme_xor;
 	struct file_header h = {{0}};
-	struct redundancy_set rs;
+	struct set_geometry g;
 	struct set_meta m = {0};
 	struct payload_section *sec = NULL;
 	uint8_t *f;
@@ -158,18 +158,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (size > sizeof(h))
 		memcpy(&h, data + 1, sizeof(h));
-	for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++)
-		if (codecs[i]->id == h.scheme)
-			ops = codecs[i];
-	if (make_set(&rs, ops, (int)h.set_size, (int)h.set_index, h.param) &&
-	    make_set(&rs, &scheme_xor, 4, 0, 1))
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
+		if (schemes[i]->id == h.scheme)
+			ops = schemes[i];
+	if (make_set(&g, ops, (int)h.set_size, (int)h.set_index, h.param) &&
+	    make_set(&g, &scheme_xor, 4, 0, 1))
 		abort();
 	f = malloc(size);
 	memcpy(f, data + 1, size - 1);
-	fix(data[0], f, size - 1, rs.ops->nsections(&rs));
+	fix(data[0], f, size - 1, g.ops->nsections(&g));
 	fuzz_put(path, f, size - 1);
 	free(f);
-	if (file_load(&rs, path, &m, &sec, &fd, true) == 0) {
+	if (file_load(&g, path, &m, &sec, &fd, true) == 0) {
 		close(fd);
 		meta_free(&m);
 		free(sec);

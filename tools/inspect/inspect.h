@@ -1,5 +1,5 @@
 /* stasis-inspect: what is on disk, read through the format's own readers
- * (core/format.h, image.h, store.h, codecs/redset.h). Nothing is written:
+ * (format.h, image.h, store.h, redundancy_read.h). Nothing is written:
  * --verify is a dry run of what a restart would check and rebuild. */
 #ifndef STASIS_INSPECT_H
 #define STASIS_INSPECT_H
@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "format.h"
-#include "redundancy.h"
+#include "redundancy_read.h"
 
 enum file_state { FILE_ABSENT, FILE_OK, FILE_BAD };
 
