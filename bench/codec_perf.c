@@ -173,7 +173,8 @@ struct result {
 
 static int run(const char *dir, const char *scheme, int p, int k, bool with_cp, struct result *res)
 {
-	struct redundancy_params prm = {.scheme = scheme, .set_size = p, .rs_k = k, .replicas = 1};
+	struct redundancy_params prm = {
+	    .scheme = scheme_find(scheme), .set_size = p, .rs_k = k, .replicas = 1};
 	struct redundancy_set *rs;
 	char err[512], img[700], red[700], copy[700], name[64], redname[64];
 	const char *names[1] = {name};

@@ -136,6 +136,7 @@ static uint64_t first_free_id(struct session *s)
 void engine_after_init(int required, int provided)
 {
 	struct session *s = session_storage();
+	const struct scheme_ops *scheme;
 	struct redundancy_params rp;
 	char err[1024] = "";
 	int ret;
@@ -149,6 +150,15 @@ void engine_after_init(int required, int provided)
 	if (config_load(&s->cfg, err, sizeof(err))) {
 		if (s->rank == 0)
 			pr_err("%s", err);
+		stop_run();
+	}
+	/* The schemes' names are the redundancy layer's: one a user mistyped
+	 * stops the run here, as any other bad setting does. */
+	scheme = scheme_find(s->cfg.scheme);
+	if (!scheme) {
+		if (s->rank == 0)
+			pr_err("STASIS_SCHEME: '%s' is not one of %s", s->cfg.scheme,
+			       scheme_names());
 		stop_run();
 	}
 	stasis_log_verbosity = s->cfg.verbose;
@@ -185,8 +195,8 @@ void engine_after_init(int required, int provided)
 	if (!ret)
 		ret = flush_open(s, err, sizeof(err));
 	if (!ret && strcmp(s->cfg.scheme, "single")) {
-		rp = (struct redundancy_params){s->cfg.scheme, s->cfg.set_size, s->cfg.rs_k,
-					    s->cfg.replicas};
+		rp = (struct redundancy_params){scheme, s->cfg.set_size, s->cfg.rs_k,
+						s->cfg.replicas};
 		ret = redundancy_set_create(MPI_COMM_WORLD, s->node, &rp, &s->redset, err, sizeof(err));
 		/* The default scheme on a machine it cannot protect (one node):
 		 * say so and go on unprotected; a scheme asked for is an error. */

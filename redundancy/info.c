@@ -13,26 +13,13 @@
 
 #include "internal.h"
 
-static const struct scheme_ops *const schemes[] = {
-    &scheme_single,
-    &scheme_partner,
-    &scheme_xor,
-    &scheme_rs,
-};
-
-/* The set described by a header whose crc matched. */
-static int skeleton(const struct file_header *h, struct set_geometry *g)
+/* The geometry of a set that a scheme could have written a file for. */
+static int skeleton(const struct scheme_ops *ops, uint32_t p, uint32_t me, uint32_t param,
+		    uint32_t set_id, struct set_geometry *g)
 {
-	memset(g, 0, sizeof(*g));
-	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
-		if (schemes[i]->id == h->scheme)
-			g->ops = schemes[i];
-	if (!g->ops || !h->set_size || h->set_size > MAX_SET || h->set_index >= h->set_size)
+	if (!ops || !p || p > MAX_SET || me >= p)
 		return -EBADMSG;
-	g->p = h->set_size;
-	g->me = h->set_index;
-	g->param = h->param;
-	g->set_id = h->set_id;
+	*g = (struct set_geometry){.ops = ops, .p = p, .me = me, .param = param, .set_id = set_id};
 	return 0;
 }
 
@@ -62,7 +49,8 @@ int redundancy_info_read(const char *path, struct redundancy_info *out, char *er
 	want = h->header_crc;
 	h->header_crc = 0;
 	if (memcmp(h->magic, FILE_MAGIC, 8) || h->version != FILE_VERSION ||
-	    crc64_ecma_refl(0, page, sizeof(*h)) != want || skeleton(h, &g)) {
+	    crc64_ecma_refl(0, page, sizeof(*h)) != want ||
+	    skeleton(scheme_by_id(h->scheme), h->set_size, h->set_index, h->param, h->set_id, &g)) {
 		stasis_errf(err, errlen, "%s: not a valid redundancy file (header)", path);
 		return -EBADMSG;
 	}
@@ -113,17 +101,11 @@ void redundancy_info_free(struct redundancy_info *info)
 }
 
 bool redundancy_info_feasible(const struct redundancy_info *info, const bool *data_lost,
-			  const bool *red_lost)
+			      const bool *red_lost)
 {
-	struct file_header h = {.scheme = 0};
 	struct set_geometry g;
 
-	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
-		if (!strcmp(schemes[i]->name, info->scheme))
-			h.scheme = schemes[i]->id;
-	h.set_size = info->p;
-	h.set_index = info->me;
-	h.param = info->param;
-	h.set_id = info->set_id;
-	return !skeleton(&h, &g) && g.ops->feasible(&g, data_lost, red_lost);
+	return !skeleton(scheme_find(info->scheme), info->p, info->me, info->param, info->set_id,
+			 &g) &&
+	       g.ops->feasible(&g, data_lost, red_lost);
 }

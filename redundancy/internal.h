@@ -190,7 +190,9 @@ struct scheme_ops {
 	const struct stripe_kernel *kernel; /* EXCHANGE_STRIPES: the arithmetic, k = param */
 };
 
+/* scheme.c holds the one list of them; the files name them by id. */
 extern const struct scheme_ops scheme_single, scheme_partner, scheme_xor, scheme_rs;
+const struct scheme_ops *scheme_by_id(uint32_t id);
 
 /* partner (scheme_partner.c), for its copies (exchange_copies.c): where
  * member y's logical file can be read, y itself or the first of its right

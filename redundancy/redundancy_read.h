@@ -1,6 +1,6 @@
 /* The part of the redundancy layer that needs no MPI (redundancy_read_lib):
- * the settings of a set, and reading one member's redundancy file without
- * its set, for stasis-inspect and the fuzzer. redundancy.h adds the sets
+ * the schemes by name, the settings of a set, and reading one member's
+ * redundancy file without its set, for stasis-inspect and the fuzzer. redundancy.h adds the sets
  * themselves, which need MPI. Functions return 0 or -errno; err gets one
  * line naming the cause. */
 #ifndef STASIS_REDUNDANCY_READ_H
@@ -10,10 +10,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct scheme_ops; /* a redundancy scheme (internal.h) */
+
+/* The scheme called name ("single", "partner", "xor", "rs"), or NULL. */
+const struct scheme_ops *scheme_find(const char *name);
+const char *scheme_name(const struct scheme_ops *scheme);
+/* Every scheme's name, ", " between them (for a message). */
+const char *scheme_names(void);
+
 /* What a set is made with (redundancy_set_create). Here rather than in
  * redundancy.h because the schemes, which need no MPI, check it. */
 struct redundancy_params {
-	const char *scheme; /* "single", "partner", "xor", "rs" */
+	const struct scheme_ops *scheme;
 	int set_size;	    /* STASIS_SET_SIZE */
 	int rs_k;	    /* STASIS_RS_K */
 	int replicas;	    /* STASIS_PARTNER_REPLICAS */

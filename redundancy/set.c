@@ -1,7 +1,7 @@
 /* Redundancy sets (DESIGN.md section 6): failure domains, set formation and
  * the choice of scheme. The redundancy file (header and member records,
  * format in internal.h) is file_format.c, the parts of encode and rebuild
- * common to all schemes are redundancy_encode.c and rebuild.c, the data
+ * common to all schemes are encode.c and rebuild.c, the data
  * path (kept buffers, crc64 on the way, io_uring writes) io.c and
  * crc_combine.c, and the schemes themselves sit behind struct scheme_ops in
  * scheme_*.c. */
@@ -15,14 +15,6 @@
 #define LOG_PREFIX "redset: "
 #include "log.h"
 #include "internal_mpi.h"
-
-static const struct scheme_ops *const codecs[] = {
-	&scheme_single,
-	&scheme_partner,
-	&scheme_xor,
-	&scheme_rs,
-};
-
 
 /* ---- failure domains and sets ---- */
 
@@ -164,20 +156,15 @@ static int plan_sets(const struct scheme_ops *ops, const struct redundancy_param
 int redundancy_set_create(MPI_Comm world, int domain, const struct redundancy_params *prm, struct redundancy_set **out,
 		  char *err, size_t errlen)
 {
-	const struct scheme_ops *ops = NULL;
+	const struct scheme_ops *ops = prm->scheme;
 	struct slot *seq = NULL;
 	struct redundancy_set *rs = NULL;
 	int *doms = NULL, *start = NULL;
 	int rank, n, nsets, g, key = 0, ret;
 
 	*out = NULL;
-	for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++)
-		if (prm->scheme && !strcmp(prm->scheme, codecs[i]->name))
-			ops = codecs[i];
 	if (!ops) {
-		stasis_errf(err, errlen,
-			      "unknown redundancy scheme '%s' (single, partner, xor, rs)",
-			      prm->scheme ? prm->scheme : "(null)");
+		stasis_errf(err, errlen, "no redundancy scheme (one of %s)", scheme_names());
 		return -EINVAL;
 	}
 	if (prm->set_size < 1) {

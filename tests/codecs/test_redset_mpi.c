@@ -196,7 +196,8 @@ static void expect_intact(const struct files *f, const char *what)
 /* One scheme: encode, lose `lose` nodes, rebuild; extras on request. */
 static void run_scheme(const char *scheme, int k, int lose, bool extras)
 {
-	struct redundancy_params prm = {.scheme = scheme, .set_size = 4, .rs_k = k, .replicas = k};
+	struct redundancy_params prm = {
+	    .scheme = scheme_find(scheme), .set_size = 4, .rs_k = k, .replicas = k};
 	struct redundancy_set *rs = NULL;
 	struct files f;
 	char tag[32], err[512], what[64];
@@ -379,7 +380,8 @@ static unsigned char *slurp(const char *name, size_t *len)
  * back, encode and rebuild work again. */
 static void run_truncated(const char *scheme, int k)
 {
-	struct redundancy_params prm = {.scheme = scheme, .set_size = 4, .rs_k = k, .replicas = k};
+	struct redundancy_params prm = {
+	    .scheme = scheme_find(scheme), .set_size = 4, .rs_k = k, .replicas = k};
 	struct redundancy_set *rs = NULL;
 	struct files f;
 	unsigned char *before, *after;
@@ -452,7 +454,8 @@ static void run_truncated(const char *scheme, int k)
 static void expect_create_error(const char *spec, const char *scheme, int set_size, int k,
 				const char *want)
 {
-	struct redundancy_params prm = {.scheme = scheme, .set_size = set_size, .rs_k = k, .replicas = k};
+	struct redundancy_params prm = {
+	    .scheme = scheme_find(scheme), .set_size = set_size, .rs_k = k, .replicas = k};
 	struct redundancy_set *rs = NULL;
 	char err[512] = "";
 	int domain = 0, ret;
@@ -517,7 +520,8 @@ int main(int argc, char **argv)
 	expect_create_error("1", "rs", 4, 4, "at least 5 ranks");
 	expect_create_error("1", "partner", 4, 4, "STASIS_PARTNER_REPLICAS");
 	expect_create_error("1", "xor", 1, 1, "at least 2 ranks");
-	expect_create_error("1", "raid6", 4, 1, "unknown redundancy scheme");
+	expect_create_error("1", "raid6", 4, 1,
+			    "no redundancy scheme (one of single, partner, xor, rs)");
 
 	MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
 	if (!rank && !total) {

@@ -11,15 +11,13 @@
 #include "fuzz.h"
 #include "internal.h"
 
-static const struct scheme_ops *const schemes[] = {&scheme_single, &scheme_partner, &scheme_xor,
-						   &scheme_rs};
 static char path[512];
 static int world[MAX_SET];
 
 /* A set for scheme ops of p members, param k, seen from member me. */
 static int make_set(struct set_geometry *g, const struct scheme_ops *ops, int p, int me, uint32_t k)
 {
-	struct redundancy_params prm = {ops->name, p, (int)k, (int)k};
+	struct redundancy_params prm = {ops, p, (int)k, (int)k};
 	char err[256];
 	int param;
 
@@ -158,9 +156,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (size > sizeof(h))
 		memcpy(&h, data + 1, sizeof(h));
-	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
-		if (schemes[i]->id == h.scheme)
-			ops = schemes[i];
+	if (scheme_by_id(h.scheme))
+		ops = scheme_by_id(h.scheme);
 	if (make_set(&g, ops, (int)h.set_size, (int)h.set_index, h.param) &&
 	    make_set(&g, &scheme_xor, 4, 0, 1))
 		abort();
