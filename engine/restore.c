@@ -366,7 +366,7 @@ int restore_latest(struct session *s)
 			v = load(s, id, why, sizeof(why));
 			PMPI_Allreduce(&v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
 		}
-		if (local && worst == UNUSABLE && s->redset) {
+		if (local && worst == UNUSABLE && redundancy_tolerance(s->redset)) {
 			unload();
 			/* From here why is the rebuild's: a rank whose own set was
 			 * whole has none, and must not pass on a stale one. */

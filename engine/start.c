@@ -133,11 +133,32 @@ static uint64_t first_free_id(struct session *s)
 	return newest + 1;
 }
 
+/* This rank's redundancy set. The default scheme on a machine it cannot
+ * protect (one node): say so and go on with single, which protects
+ * nothing; a scheme asked for is an error. Collective: a scheme that
+ * cannot be placed fails the same way on every rank. */
+static int make_set(struct session *s, const struct scheme_ops *scheme, char *err, size_t errlen)
+{
+	struct redundancy_params rp = {scheme, s->cfg.set_size, s->cfg.rs_k, s->cfg.replicas};
+	int ret = redundancy_set_create(MPI_COMM_WORLD, s->node, &rp, &s->redset, err, errlen);
+
+	if (ret && !s->cfg.scheme_explicit) {
+		if (s->rank == 0)
+			pr_warn("STASIS_SCHEME defaults to %s, which cannot be placed here (%s): "
+				"checkpoints are not protected against node loss",
+				s->cfg.scheme, err);
+		strcpy(s->cfg.scheme, "single");
+		rp.scheme = scheme_find(s->cfg.scheme);
+		err[0] = 0;
+		ret = redundancy_set_create(MPI_COMM_WORLD, s->node, &rp, &s->redset, err, errlen);
+	}
+	return ret;
+}
+
 void engine_after_init(int required, int provided)
 {
 	struct session *s = session_storage();
 	const struct scheme_ops *scheme;
-	struct redundancy_params rp;
 	char err[1024] = "";
 	int ret;
 	bool mine;
@@ -194,25 +215,14 @@ void engine_after_init(int required, int provided)
 		ret = store_lock(&s->store, err, sizeof(err));
 	if (!ret)
 		ret = flush_open(s, err, sizeof(err));
-	if (!ret && strcmp(s->cfg.scheme, "single")) {
-		rp = (struct redundancy_params){scheme, s->cfg.set_size, s->cfg.rs_k,
-						s->cfg.replicas};
-		ret = redundancy_set_create(MPI_COMM_WORLD, s->node, &rp, &s->redset, err, sizeof(err));
-		/* The default scheme on a machine it cannot protect (one node):
-		 * say so and go on unprotected; a scheme asked for is an error. */
-		if (ret && !s->cfg.scheme_explicit) {
-			if (s->rank == 0)
-				pr_warn("STASIS_SCHEME defaults to %s, which cannot be placed here "
-					"(%s): checkpoints are not protected against node loss",
-					s->cfg.scheme, err);
-			strcpy(s->cfg.scheme, "single");
-			s->redset = NULL;
-			err[0] = 0;
-			ret = 0;
-		}
-	}
+	/* The set is made by every rank together: only once all got here. */
 	mine = ret != 0;
 	PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	if (!ret) {
+		ret = make_set(s, scheme, err, sizeof(err));
+		mine = ret != 0;
+		PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	}
 	if (ret) {
 		session_report(s, mine && err[0], err);
 		stop_run();

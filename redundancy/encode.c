@@ -166,8 +166,8 @@ out:
 	return ret;
 }
 
-int redundancy_encode(struct redundancy_set *rs, const char *dir, const char *const *names, int n,
-		  const char *red_name, char *err, size_t errlen)
+static int encode_files(struct redundancy_set *rs, const char *dir, const char *const *names, int n,
+			const char *red_name, char *err, size_t errlen)
 {
 	struct scheme_io io = {.red_fd = -1, .corrupt_at = UINT64_MAX};
 	struct set_meta m = {0};
@@ -271,4 +271,12 @@ out:
 	free(red);
 	free(tmp);
 	return ret;
+}
+
+int redundancy_encode(struct redundancy_set *rs, const char *dir, const char *const *names, int n,
+		      const char *red_name, char *err, size_t errlen)
+{
+	if (!set_protects(&rs->g))
+		return 0; /* no redundancy file (set_protects) */
+	return encode_files(rs, dir, names, n, red_name, err, errlen);
 }

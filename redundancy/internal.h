@@ -190,6 +190,16 @@ struct scheme_ops {
 	const struct stripe_kernel *kernel; /* EXCHANGE_STRIPES: the arithmetic, k = param */
 };
 
+/* Whether a set of this geometry protects anything. One whose scheme
+ * tolerates no loss (single) writes no redundancy file: nothing could be
+ * rebuilt from it, and the files it would describe check themselves (an
+ * image has its own sizes and crc64). Its encode and rebuild go through
+ * the same calls and only say what is lost. */
+static inline bool set_protects(const struct set_geometry *g)
+{
+	return g->ops->tolerance(g) > 0;
+}
+
 /* scheme.c holds the one list of them; the files name them by id. */
 extern const struct scheme_ops scheme_single, scheme_partner, scheme_xor, scheme_rs;
 const struct scheme_ops *scheme_by_id(uint32_t id);

@@ -298,8 +298,28 @@ static int share_checks(const struct redundancy_set *rs, int ret, int data_bad, 
 	return worst;
 }
 
-int redundancy_rebuild(struct redundancy_set *rs, const char *dir, const char *red_name, bool have_mine,
-		   char *err, size_t errlen)
+/* A set that protects nothing (set_protects) has no redundancy file: what
+ * a member lost stays lost, and every member says which. */
+static int rebuild_nothing(const struct redundancy_set *rs, bool have_mine, char *err,
+			   size_t errlen)
+{
+	bool data_lost[MAX_SET] = {0}, red_lost[MAX_SET] = {0}, lost_any = false;
+	int mine = have_mine, have[MAX_SET], ret;
+
+	ret = mpi_ret(PMPI_Allgather(&mine, 1, MPI_INT, have, 1, MPI_INT, rs->comm));
+	for (int x = 0; !ret && x < rs->g.p; x++) {
+		data_lost[x] = !have[x];
+		lost_any |= data_lost[x];
+	}
+	if (!ret && lost_any) {
+		beyond_tolerance(rs, data_lost, red_lost, err, errlen);
+		ret = -EUCLEAN;
+	}
+	return ret;
+}
+
+static int rebuild_set(struct redundancy_set *rs, const char *dir, const char *red_name,
+		       bool have_mine, char *err, size_t errlen)
 {
 	struct scheme_io io = {.red_fd = -1, .corrupt_at = UINT64_MAX};
 	struct set_meta m = {0};
@@ -460,4 +480,12 @@ out:
 	free(red);
 	free(tmp);
 	return ret;
+}
+
+int redundancy_rebuild(struct redundancy_set *rs, const char *dir, const char *red_name,
+		       bool have_mine, char *err, size_t errlen)
+{
+	if (!set_protects(&rs->g))
+		return rebuild_nothing(rs, have_mine, err, errlen);
+	return rebuild_set(rs, dir, red_name, have_mine, err, errlen);
 }

@@ -28,11 +28,15 @@ int redundancy_domain(MPI_Comm world, const char *spec, int *domain, char *err, 
 int redundancy_set_create(MPI_Comm world, int domain, const struct redundancy_params *p,
 			  struct redundancy_set **out, char *err, size_t errlen);
 void redundancy_set_free(struct redundancy_set *rs);
+/* Lost members the set's scheme always survives; 0 (single): a rebuild
+ * can give nothing back. */
+int redundancy_tolerance(const struct redundancy_set *rs);
 
 /* Collective over the set: protect this member's files dir/names[0..n) by
  * writing its redundancy file dir/red_name (0600, synced). The redundancy
- * file also records the names, sizes and crc64 of the files of this member
- * and of its left neighbours, so a rebuild knows what was lost. */
+ * file also records the names, sizes and crc64 of the files of every
+ * member, so a rebuild knows what was lost. A set that tolerates no loss
+ * writes nothing. */
 int redundancy_encode(struct redundancy_set *rs, const char *dir, const char *const *names, int n,
 		      const char *red_name, char *err, size_t errlen);
 

@@ -1,6 +1,7 @@
-/* single: no redundancy. The redundancy file holds only the set's records
- * (names, sizes, crc64), so a restart can tell what it has; any lost member
- * is beyond tolerance. */
+/* single: no redundancy; any lost member is beyond tolerance. A set of it
+ * writes no redundancy file (set_protects(), internal.h). Its file would
+ * hold only the set's records (names, sizes, crc64), and the reader still
+ * reads one. */
 #include <errno.h>
 #include <stdio.h>
 

@@ -105,6 +105,7 @@ static int plan_sets(const struct scheme_ops *ops, const struct redundancy_param
 {
 	int q = prm->set_size < n ? prm->set_size : n, full = n / q, rem = n % q, param, ret;
 	int ndomains = 0, *seen;
+	struct set_geometry last = {.ops = ops};
 	char tmp[256];
 
 	*nsets = full;
@@ -122,7 +123,10 @@ static int plan_sets(const struct scheme_ops *ops, const struct redundancy_param
 		if (ret)
 			return ret;
 	}
-	if (ops == &scheme_single)
+	/* A set that protects nothing gains nothing from its domains. */
+	last.p = start[*nsets] - start[*nsets - 1];
+	last.param = param;
+	if (!set_protects(&last))
 		return 0;
 
 	seen = calloc((size_t)n, sizeof(int));
@@ -254,6 +258,11 @@ int set_agree(const struct redundancy_set *rs, int ret, char *err, size_t errlen
 		stasis_errf(err, errlen, "%s failed on rank %d (set %d): %s", what,
 			    rs->g.world[out.r], rs->g.set_id, strerror(-out.v));
 	return out.v;
+}
+
+int redundancy_tolerance(const struct redundancy_set *rs)
+{
+	return rs ? rs->g.ops->tolerance(&rs->g) : 0;
 }
 
 void redundancy_set_free(struct redundancy_set *rs)
