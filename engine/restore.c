@@ -185,6 +185,7 @@ static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
 {
 	while (id) {
 		char path[4200], red[64];
+		struct why rebuilt = WHY_INIT;
 		struct image *img = NULL;
 		int have = 0, all_have, ok;
 		uint64_t parent = 0;
@@ -199,7 +200,9 @@ static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
 		PMPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_LAND, s->comm);
 		if (!all_have) {
 			store_name(s->rank, id, STORE_REDUNDANCY, red, sizeof(red));
-			ok = redundancy_rebuild(s->redset, s->store.dir, red, have, why, len) == 0;
+			ok = redundancy_rebuild(s->redset, s->store.dir, red, have, &rebuilt) == 0;
+			if (!ok)
+				snprintf(why, len, "%s", rebuilt.msg);
 			PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, s->comm);
 			if (!ok)
 				return -EUCLEAN;

@@ -137,20 +137,20 @@ static uint64_t first_free_id(struct session *s)
  * protect (one node): say so and go on with single, which protects
  * nothing; a scheme asked for is an error. Collective: a scheme that
  * cannot be placed fails the same way on every rank. */
-static int make_set(struct session *s, const struct scheme_ops *scheme, char *err, size_t errlen)
+static int make_set(struct session *s, const struct scheme_ops *scheme, struct why *why)
 {
 	struct redundancy_params rp = {scheme, s->cfg.set_size, s->cfg.rs_k, s->cfg.replicas};
-	int ret = redundancy_set_create(MPI_COMM_WORLD, s->node, &rp, &s->redset, err, errlen);
+	int ret = redundancy_set_create(MPI_COMM_WORLD, s->node, &rp, &s->redset, why);
 
 	if (ret && !s->cfg.scheme_explicit) {
 		if (s->rank == 0)
 			pr_warn("STASIS_SCHEME defaults to %s, which cannot be placed here (%s): "
 				"checkpoints are not protected against node loss",
-				s->cfg.scheme, err);
+				s->cfg.scheme, why->msg);
 		strcpy(s->cfg.scheme, "single");
 		rp.scheme = scheme_find(s->cfg.scheme);
-		err[0] = 0;
-		ret = redundancy_set_create(MPI_COMM_WORLD, s->node, &rp, &s->redset, err, errlen);
+		why_clear(why);
+		ret = redundancy_set_create(MPI_COMM_WORLD, s->node, &rp, &s->redset, why);
 	}
 	return ret;
 }
@@ -159,6 +159,7 @@ void engine_after_init(int required, int provided)
 {
 	struct session *s = session_storage();
 	const struct scheme_ops *scheme;
+	struct why why = WHY_INIT;
 	char err[1024] = "";
 	int ret;
 	bool mine;
@@ -207,7 +208,9 @@ void engine_after_init(int required, int provided)
 		pr_info("dirty-page tracking: %s (STASIS_DIRTY=%s)",
 			s->dirty ? s->dirty->name : "off", s->cfg.dirty);
 	if (!ret)
-		ret = redundancy_domain(MPI_COMM_WORLD, s->cfg.failure_domain, &s->node, err, sizeof(err));
+		ret = redundancy_domain(MPI_COMM_WORLD, s->cfg.failure_domain, &s->node, &why);
+	if (ret && why_said(&why))
+		snprintf(err, sizeof(err), "%s", why.msg);
 	if (!ret)
 		ret = store_open(&s->store, s->cfg.dir, s->node, s->rank, s->job, true, err,
 				 sizeof(err));
@@ -219,7 +222,8 @@ void engine_after_init(int required, int provided)
 	mine = ret != 0;
 	PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
 	if (!ret) {
-		ret = make_set(s, scheme, err, sizeof(err));
+		ret = make_set(s, scheme, &why);
+		snprintf(err, sizeof(err), "%s", why.msg);
 		mine = ret != 0;
 		PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
 	}

@@ -18,10 +18,11 @@
 
 /* Opens this member's files for reading, with their sizes. Their crc64 is
  * computed later, as the exchange reads them. */
-static int open_mine(const char *dir, const char *const *names, int n, struct lfile *lf, char *err,
-		     size_t errlen)
+static int open_mine(const char *dir, const char *const *names, int n, struct lfile *lf,
+		     struct why *why)
 {
 	int ret = lf_alloc(lf, n);
+	char cause[sizeof(why->msg)];
 	struct stat st;
 
 	for (int i = 0; !ret && i < n; i++) {
@@ -31,16 +32,15 @@ static int open_mine(const char *dir, const char *const *names, int n, struct lf
 			return -ENOMEM;
 		if (!*names[i] || strchr(names[i], '/') || names[i][0] == '.') {
 			/* Rebuilt files go to dir/<name>: keep names plain. */
-			stasis_errf(err, errlen,
-				    "file name '%s' must be non-empty, without '/', not starting "
-				    "with '.'",
-				    names[i]);
-			ret = -EINVAL;
-		} else if ((lf->fd[i] = fsutil_open_private(path, O_RDONLY, err, errlen)) < 0) {
-			ret = lf->fd[i];
+			ret = why_set(why, -EINVAL,
+				      "file name '%s' must be non-empty, without '/', not starting "
+				      "with '.'",
+				      names[i]);
+		} else if ((lf->fd[i] = fsutil_open_private(path, O_RDONLY, cause, sizeof(cause))) <
+			   0) {
+			ret = why_set(why, lf->fd[i], "%s", cause);
 		} else if (fault_hit(FAULT_FAIL_ENCODE_READ) || fstat(lf->fd[i], &st)) {
-			ret = -errno;
-			stasis_errf(err, errlen, "read %s: %s", path, strerror(errno));
+			ret = why_set(why, -errno, "read %s: %s", path, strerror(errno));
 		} else {
 			lf->size[i] = st.st_size;
 			lf->total += st.st_size;
@@ -98,32 +98,26 @@ static void share_free(struct crc_share *sh)
 	free(sh->mine);
 }
 
-/* As set_agree() (the worst result everywhere, a member that did not fail
- * naming the one that did), and on success every record gets its crcs. */
-static int share_end(const struct redundancy_set *rs, struct set_meta *m, struct crc_share *sh, int ret,
-		     char *err, size_t errlen, const char *what)
+/* The end of the step that ran the exchange: every member's result and
+ * crcs in one collective. On success every record gets its crcs; on a
+ * failure set_agree() says why everywhere. */
+static int share_end(const struct redundancy_set *rs, struct set_meta *m, struct crc_share *sh,
+		     int ret, struct why *why, const char *step)
 {
-	int worst = 0, who = 0;
+	bool failed = false;
 
 	sh->mine[0] = (uint64_t)(int64_t)ret;
 	if (PMPI_Allgatherv(sh->mine, sh->counts[rs->g.me], MPI_UINT64_T, sh->all, sh->counts,
 			    sh->displs, MPI_UINT64_T, rs->comm) != MPI_SUCCESS)
 		return -EIO;
-	for (int x = 0; x < rs->g.p; x++) {
-		int r = (int)(int64_t)sh->all[sh->displs[x]];
-
-		if (r < worst) {
-			worst = r;
-			who = x;
-		}
-	}
-	if (worst && !ret)
-		stasis_errf(err, errlen, "%s failed on rank %d (set %d): %s", what,
-			    rs->g.world[who], rs->g.set_id, strerror(-worst));
-	for (int x = 0; !worst && x < rs->g.p; x++)
+	for (int x = 0; x < rs->g.p; x++)
+		failed |= sh->all[sh->displs[x]] != 0;
+	if (failed)
+		return set_agree(rs, step, ret, why);
+	for (int x = 0; x < rs->g.p; x++)
 		for (int i = 0; i < m->m[x].nfiles; i++)
 			((struct member_file *)m->m[x].file[i])->crc = sh->all[sh->displs[x] + 1 + i];
-	return worst;
+	return 0;
 }
 
 /* Every member gets every member's record (the set is small; keeping all
@@ -167,7 +161,7 @@ out:
 }
 
 static int encode_files(struct redundancy_set *rs, const char *dir, const char *const *names, int n,
-			const char *red_name, char *err, size_t errlen)
+			const char *red_name, struct why *why)
 {
 	struct scheme_io io = {.red_fd = -1, .corrupt_at = UINT64_MAX};
 	struct set_meta m = {0};
@@ -183,32 +177,30 @@ static int encode_files(struct redundancy_set *rs, const char *dir, const char *
 	io.nsec = nsec;
 	ret = !data_lost || !red_lost || !red || !tmp || !io.sec ? -ENOMEM : 0;
 	if (ret)
-		stasis_errf(err, errlen, "out of memory");
+		why_set(why, ret, "out of memory");
 	if (!ret)
-		ret = open_mine(dir, names, n, &io.lf, err, errlen);
+		ret = open_mine(dir, names, n, &io.lf, why);
 	/* The crcs in the record are filled in by share_end(). */
 	if (!ret && !(rec = record_build(&rs->g, names, n, &io.lf, NULL, &reclen)))
 		ret = -ENOMEM;
-	ret = set_agree(rs, ret, err, errlen, "reading the files to protect");
+	ret = set_agree(rs, "reading the files to protect", ret, why);
 	if (ret)
 		goto out;
 
 	ret = gather_meta(rs, rec, reclen, &m);
 	if (ret)
-		stasis_errf(err, errlen, "exchanging the set's records failed: %s", strerror(-ret));
+		why_set(why, ret, "exchanging the set's records failed: %s", strerror(-ret));
 	else {
 		ret = fault_hit(FAULT_FAIL_ENCODE_CREATE)
 			  ? -EIO
 			  : file_create(tmp, &io.red_fd,
 					file_layout(&rs->g, &m, rs->g.me, io.sec, nsec));
 		if (ret)
-			stasis_errf(err, errlen, "create %s: %s", tmp, strerror(-ret));
+			why_set(why, ret, "create %s: %s", tmp, strerror(-ret));
 	}
-	if (!ret && (share_prepare(rs, &m, &sh) || crc_parts_init(&crcs, &io.lf, m.chunk))) {
-		ret = -ENOMEM;
-		stasis_errf(err, errlen, "out of memory");
-	}
-	ret = set_agree(rs, ret, err, errlen, "creating the redundancy file");
+	if (!ret && (share_prepare(rs, &m, &sh) || crc_parts_init(&crcs, &io.lf, m.chunk)))
+		ret = why_set(why, -ENOMEM, "out of memory");
+	ret = set_agree(rs, "creating the redundancy file", ret, why);
 	if (ret)
 		goto out;
 
@@ -227,31 +219,32 @@ static int encode_files(struct redundancy_set *rs, const char *dir, const char *
 	if (!ret)
 		ret = crc_parts_finish(&crcs, &io.lf, sh.mine + 1);
 	if (ret == -ENODATA)
-		stasis_errf(err, errlen,
-			    "encoding %s (scheme %s) failed: a file to protect shrank "
-			    "while it was read (truncated by another process?)",
-			    red, rs->g.ops->name);
+		why_set(why, ret,
+			"encoding %s (scheme %s) failed: a file to protect shrank "
+			"while it was read (truncated by another process?)",
+			red, rs->g.ops->name);
 	else if (ret)
-		stasis_errf(err, errlen, "encoding %s (scheme %s) failed: %s", red, rs->g.ops->name,
-			    strerror(-ret));
-	ret = share_end(rs, &m, &sh, ret, err, errlen, "encoding");
-	if (!ret) {
-		ret = fault_hit(FAULT_FAIL_ENCODE_FINISH)
-			  ? -EIO
-			  : file_finish(&rs->g, &m, io.red_fd, io.sec, nsec);
-		if (ret)
-			stasis_errf(err, errlen, "writing %s: %s", tmp, strerror(-ret));
-	}
+		why_set(why, ret, "encoding %s (scheme %s) failed: %s", red, rs->g.ops->name,
+			strerror(-ret));
+	/* Each step's failure is agreed once: after it, every member leaves. */
+	ret = share_end(rs, &m, &sh, ret, why, "encoding");
+	if (ret)
+		goto out;
+	ret = fault_hit(FAULT_FAIL_ENCODE_FINISH)
+		  ? -EIO
+		  : file_finish(&rs->g, &m, io.red_fd, io.sec, nsec);
+	if (ret)
+		why_set(why, ret, "writing %s: %s", tmp, strerror(-ret));
 	/* Rename only once every member has a complete file, so that a set
 	 * never mixes new and old redundancy files after a failed encode. */
-	ret = set_agree(rs, ret, err, errlen, "encoding");
-	if (!ret && (fault_hit(FAULT_FAIL_ENCODE_INSTALL) || rename(tmp, red))) {
-		ret = -errno;
-		stasis_errf(err, errlen, "rename %s: %s", tmp, strerror(errno));
-	}
+	ret = set_agree(rs, "encoding", ret, why);
+	if (ret)
+		goto out;
+	if (fault_hit(FAULT_FAIL_ENCODE_INSTALL) || rename(tmp, red))
+		ret = why_set(why, -errno, "rename %s: %s", tmp, strerror(errno));
 	if (!ret)
 		ret = fsutil_sync_dir(dir);
-	ret = set_agree(rs, ret, err, errlen, "installing the redundancy file");
+	ret = set_agree(rs, "installing the redundancy file", ret, why);
 	pr_debug("encoded %s: scheme %s, set %d, S %llu, C %llu", red, rs->g.ops->name,
 		 rs->g.set_id, (unsigned long long)m.max_logical, (unsigned long long)m.chunk);
 out:
@@ -274,9 +267,9 @@ out:
 }
 
 int redundancy_encode(struct redundancy_set *rs, const char *dir, const char *const *names, int n,
-		      const char *red_name, char *err, size_t errlen)
+		      const char *red_name, struct why *why)
 {
 	if (!set_protects(&rs->g))
 		return 0; /* no redundancy file (set_protects) */
-	return encode_files(rs, dir, names, n, red_name, err, errlen);
+	return encode_files(rs, dir, names, n, red_name, why);
 }

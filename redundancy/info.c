@@ -23,7 +23,7 @@ static int skeleton(const struct scheme_ops *ops, uint32_t p, uint32_t me, uint3
 	return 0;
 }
 
-int redundancy_info_read(const char *path, struct redundancy_info *out, char *err, size_t errlen)
+int redundancy_info_read(const char *path, struct redundancy_info *out, struct why *why)
 {
 	unsigned char page[HEADER_BYTES];
 	struct file_header *h = (void *)page;
@@ -35,32 +35,24 @@ int redundancy_info_read(const char *path, struct redundancy_info *out, char *er
 
 	memset(out, 0, sizeof(*out));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		stasis_errf(err, errlen, "%s: %s", path, ret == -ENOENT ? "missing" : strerror(-ret));
-		return ret;
-	}
+	if (fd < 0)
+		return why_set(why, -errno, "%s: %s", path,
+			       errno == ENOENT ? "missing" : strerror(errno));
 	ret = full_pread(fd, page, sizeof(page), 0);
 	close(fd);
-	if (ret) {
-		stasis_errf(err, errlen, "%s: truncated header", path);
-		return -EBADMSG;
-	}
+	if (ret)
+		return why_set(why, -EBADMSG, "%s: truncated header", path);
 	want = h->header_crc;
 	h->header_crc = 0;
 	if (memcmp(h->magic, FILE_MAGIC, 8) || h->version != FILE_VERSION ||
 	    crc64_ecma_refl(0, page, sizeof(*h)) != want ||
-	    skeleton(scheme_by_id(h->scheme), h->set_size, h->set_index, h->param, h->set_id, &g)) {
-		stasis_errf(err, errlen, "%s: not a valid redundancy file (header)", path);
-		return -EBADMSG;
-	}
+	    skeleton(scheme_by_id(h->scheme), h->set_size, h->set_index, h->param, h->set_id, &g))
+		return why_set(why, -EBADMSG, "%s: not a valid redundancy file (header)", path);
 	/* The whole file: records and every payload section's crc. */
 	ret = file_load(&g, path, &m, &sec, &fd, true);
-	if (ret) {
-		stasis_errf(err, errlen, "%s: damaged redundancy file (%s)", path,
-			    ret == -EBADMSG ? "checksum or layout mismatch" : strerror(-ret));
-		return ret;
-	}
+	if (ret)
+		return why_set(why, ret, "%s: damaged redundancy file (%s)", path,
+			       ret == -EBADMSG ? "checksum or layout mismatch" : strerror(-ret));
 	close(fd);
 	free(sec);
 	out->scheme = g.ops->name;
@@ -76,8 +68,7 @@ int redundancy_info_read(const char *path, struct redundancy_info *out, char *er
 	if (!out->world || !out->name || !out->size || !out->crc) {
 		meta_free(&m);
 		redundancy_info_free(out);
-		stasis_errf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return why_set(why, -ENOMEM, "out of memory");
 	}
 	for (int x = 0; x < g.p; x++) {
 		out->world[x] = m.m[x].world_rank;

@@ -176,9 +176,8 @@ enum scheme_exchange { EXCHANGE_NONE, EXCHANGE_COPIES, EXCHANGE_STRIPES };
 struct scheme_ops {
 	const char *name;
 	uint32_t id; /* in the file header */
-	/* Validate params for a set of p members: 0 or -EINVAL with err. */
-	int (*check)(const struct redundancy_params *prm, int p, int *param, char *err,
-		     size_t errlen);
+	/* Validate params for a set of p members: 0 or -EINVAL with why. */
+	int (*check)(const struct redundancy_params *prm, int p, int *param, struct why *why);
 	int (*tolerance)(const struct set_geometry *g);
 	uint64_t (*chunk)(const struct set_geometry *g, uint64_t max_logical);
 	/* Payload sections of member x: count, and each one's size. */

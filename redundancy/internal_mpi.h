@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 
+#include "agree.h"
 #include "internal.h"
 #include "redundancy.h"
 
@@ -19,10 +20,10 @@ static inline int mpi_ret(int rc)
 	return rc == MPI_SUCCESS ? 0 : -EIO;
 }
 
-/* Collective over the set: every member learns the worst result (the most
- * negative errno, ties to the lowest member); one that did not fail itself
- * gets err naming the rank that did and what failed. */
-int set_agree(const struct redundancy_set *rs, int ret, char *err, size_t errlen, const char *what);
+/* The end of each collective step (why_agree over the set): every member
+ * leaves with the result and the why of the lowest member that failed,
+ * the others' why starting with "<step> failed on rank R (set S): ". */
+int set_agree(const struct redundancy_set *rs, const char *step, int ret, struct why *why);
 
 /* One encode or rebuild of the set's scheme: moves and combines its data
  * as the scheme says (enum scheme_exchange). Collective over the set;

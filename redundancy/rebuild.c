@@ -114,14 +114,12 @@ static int bcast_meta(const struct redundancy_set *rs, int root, struct set_meta
 /* Creates the temporaries a lost member's files are rebuilt into, at their
  * recorded sizes (sparse: the zero tail needs no write). */
 static int open_rebuilt(const char *dir, const struct member_info *mi, struct lfile *lf,
-			char *err, size_t errlen)
+			struct why *why)
 {
 	int ret = lf_alloc(lf, mi->nfiles);
 
-	if (mkdir(dir, 0700) && errno != EEXIST) {
-		stasis_errf(err, errlen, "mkdir %s: %s", dir, strerror(errno));
-		return -errno;
-	}
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return why_set(why, -errno, "mkdir %s: %s", dir, strerror(errno));
 	for (int i = 0; !ret && i < mi->nfiles; i++) {
 		char *path = path_join(dir, mi->name[i], ".rebuild");
 
@@ -131,10 +129,8 @@ static int open_rebuilt(const char *dir, const struct member_info *mi, struct lf
 		    fault_hit(FAULT_FAIL_REBUILD_CREATE)
 			? -1
 			: open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (lf->fd[i] < 0 || ftruncate(lf->fd[i], (off_t)mi->file[i]->size)) {
-			ret = -errno;
-			stasis_errf(err, errlen, "create %s: %s", path, strerror(errno));
-		}
+		if (lf->fd[i] < 0 || ftruncate(lf->fd[i], (off_t)mi->file[i]->size))
+			ret = why_set(why, -errno, "create %s: %s", path, strerror(errno));
 		lf->size[i] = mi->file[i]->size;
 		lf->total += lf->size[i];
 		free(path);
@@ -160,7 +156,7 @@ static uint64_t corrupt_offset(const struct lfile *lf)
  * reading them back from the page cache would check nothing more) and
  * only then moves them to their names. */
 static int install_rebuilt(const char *dir, const struct member_info *mi, struct lfile *lf,
-			   const struct crc_parts *crcs, char *err, size_t errlen)
+			   const struct crc_parts *crcs, struct why *why)
 {
 	uint64_t *crc = calloc(mi->nfiles ? mi->nfiles : 1, sizeof(*crc));
 	int ret = crc ? crc_parts_finish(crcs, lf, crc) : -ENOMEM;
@@ -168,11 +164,9 @@ static int install_rebuilt(const char *dir, const struct member_info *mi, struct
 	for (int i = 0; !ret && i < mi->nfiles; i++) {
 		if (fsync(lf->fd[i]))
 			ret = -errno;
-		else if (crc[i] != mi->file[i]->crc) {
-			stasis_errf(err, errlen, "rebuilt %s/%s fails its crc64 check", dir,
+		else if (crc[i] != mi->file[i]->crc)
+			ret = why_set(why, -EBADMSG, "rebuilt %s/%s fails its crc64 check", dir,
 				      mi->name[i]);
-			ret = -EBADMSG;
-		}
 	}
 	for (int i = 0; !ret && i < mi->nfiles; i++) {
 		char *from = path_join(dir, mi->name[i], ".rebuild");
@@ -202,8 +196,8 @@ static void remove_rebuilt(const char *dir, const struct member_info *mi)
 	}
 }
 
-static void beyond_tolerance(const struct redundancy_set *rs, const bool *data_lost, const bool *red_lost,
-			     char *err, size_t errlen)
+static void beyond_tolerance(const struct redundancy_set *rs, const bool *data_lost,
+			     const bool *red_lost, struct why *why)
 {
 	char buf[1024];
 	size_t n = 0;
@@ -223,7 +217,7 @@ static void beyond_tolerance(const struct redundancy_set *rs, const bool *data_l
 	if (n < sizeof(buf))
 		snprintf(buf + n, sizeof(buf) - n, "; scheme %s tolerates %d", rs->g.ops->name,
 			 rs->g.ops->tolerance(&rs->g));
-	stasis_errf(err, errlen, "%s", buf);
+	why_set(why, -EUCLEAN, "%s", buf);
 }
 
 /* What this member writes in one attempt of a rebuild: its files (into
@@ -231,12 +225,12 @@ static void beyond_tolerance(const struct redundancy_set *rs, const bool *data_l
  * file, when lost. */
 static int prepare_outputs(const struct redundancy_set *rs, const char *dir, const char *tmp,
 			   const struct set_meta *m, struct scheme_io *io, struct crc_parts *crcs,
-			   bool data_new, bool red_new, char *err, size_t errlen)
+			   bool data_new, bool red_new, struct why *why)
 {
 	int ret = 0;
 
 	if (data_new) {
-		ret = open_rebuilt(dir, &m->m[rs->g.me], &io->lf, err, errlen);
+		ret = open_rebuilt(dir, &m->m[rs->g.me], &io->lf, why);
 		if (!ret && crc_parts_init(crcs, &io->lf, m->chunk))
 			ret = -ENOMEM;
 		io->crc = crcs;
@@ -253,7 +247,7 @@ static int prepare_outputs(const struct redundancy_set *rs, const char *dir, con
 			ret = file_create(tmp, &io->red_fd,
 					  file_layout(&rs->g, m, rs->g.me, io->sec, io->nsec));
 		if (ret)
-			stasis_errf(err, errlen, "create %s: %s", tmp, strerror(-ret));
+			why_set(why, ret, "create %s: %s", tmp, strerror(-ret));
 	}
 	return ret;
 }
@@ -278,30 +272,25 @@ static void drop_outputs(const char *dir, const char *tmp, const struct member_i
 	}
 }
 
-/* After an attempt: the worst result everywhere (as set_agree()), and which
- * members found their own files or redundancy file damaged. */
-static int share_checks(const struct redundancy_set *rs, int ret, int data_bad, int red_bad, int *flags,
-			char *err, size_t errlen)
+/* After an attempt: which members found their own files or redundancy
+ * file damaged, and whether the attempt failed anywhere (then
+ * set_agree() says why everywhere), in one collective. */
+static int share_checks(const struct redundancy_set *rs, int ret, int data_bad, int red_bad,
+			int *flags, struct why *why)
 {
-	int mine[3] = {ret, data_bad, red_bad}, worst = 0, who = 0;
+	int mine[3] = {ret, data_bad, red_bad};
+	bool failed = false;
 
 	if (PMPI_Allgather(mine, 3, MPI_INT, flags, 3, MPI_INT, rs->comm) != MPI_SUCCESS)
 		return -EIO;
 	for (int x = 0; x < rs->g.p; x++)
-		if (flags[3 * x] < worst) {
-			worst = flags[3 * x];
-			who = x;
-		}
-	if (worst && !ret)
-		stasis_errf(err, errlen, "rebuild failed on rank %d (set %d): %s", rs->g.world[who],
-			    rs->g.set_id, strerror(-worst));
-	return worst;
+		failed |= flags[3 * x] != 0;
+	return failed ? set_agree(rs, "rebuild", ret, why) : 0;
 }
 
 /* A set that protects nothing (set_protects) has no redundancy file: what
  * a member lost stays lost, and every member says which. */
-static int rebuild_nothing(const struct redundancy_set *rs, bool have_mine, char *err,
-			   size_t errlen)
+static int rebuild_nothing(const struct redundancy_set *rs, bool have_mine, struct why *why)
 {
 	bool data_lost[MAX_SET] = {0}, red_lost[MAX_SET] = {0}, lost_any = false;
 	int mine = have_mine, have[MAX_SET], ret;
@@ -312,14 +301,14 @@ static int rebuild_nothing(const struct redundancy_set *rs, bool have_mine, char
 		lost_any |= data_lost[x];
 	}
 	if (!ret && lost_any) {
-		beyond_tolerance(rs, data_lost, red_lost, err, errlen);
+		beyond_tolerance(rs, data_lost, red_lost, why);
 		ret = -EUCLEAN;
 	}
 	return ret;
 }
 
 static int rebuild_set(struct redundancy_set *rs, const char *dir, const char *red_name,
-		       bool have_mine, char *err, size_t errlen)
+		       bool have_mine, struct why *why)
 {
 	struct scheme_io io = {.red_fd = -1, .corrupt_at = UINT64_MAX};
 	struct set_meta m = {0};
@@ -334,9 +323,9 @@ static int rebuild_set(struct redundancy_set *rs, const char *dir, const char *r
 
 	ret = !flags || !data_lost || !red_lost || !red || !tmp || !seen ? -ENOMEM : 0;
 	if (ret)
-		stasis_errf(err, errlen, "out of memory");
+		why_set(why, ret, "out of memory");
 	/* Collective: a member that stopped here alone would hang the others. */
-	ret = set_agree(rs, ret, err, errlen, "starting the rebuild");
+	ret = set_agree(rs, "starting the rebuild", ret, why);
 	if (ret)
 		goto out;
 
@@ -359,17 +348,16 @@ static int rebuild_set(struct redundancy_set *rs, const char *dir, const char *r
 	}
 	if (root < 0) {
 		/* Nobody knows the names and sizes: nothing can be rebuilt. */
-		beyond_tolerance(rs, data_lost, red_lost, err, errlen);
+		beyond_tolerance(rs, data_lost, red_lost, why);
 		ret = -EUCLEAN;
 		goto out;
 	}
 	ret = bcast_meta(rs, root, &m);
-	if (ret) {
-		stasis_errf(err, errlen, "exchanging the set's records failed: %s",
-			      strerror(-ret));
-		set_agree(rs, ret, err, errlen, "rebuild");
+	if (ret)
+		why_set(why, ret, "exchanging the set's records failed: %s", strerror(-ret));
+	ret = set_agree(rs, "rebuild", ret, why);
+	if (ret)
 		goto out;
-	}
 
 	have = have_mine && open_recorded(dir, &m.m[rs->g.me], &io.lf) &&
 	       !crc_parts_init(&mine_crcs, &io.lf, m.chunk);
@@ -391,7 +379,7 @@ static int rebuild_set(struct redundancy_set *rs, const char *dir, const char *r
 		for (int x = 0; x < p; x++)
 			nlost += data_lost[x] || red_lost[x];
 		if (nlost && !rs->g.ops->feasible(&rs->g, data_lost, red_lost)) {
-			beyond_tolerance(rs, data_lost, red_lost, err, errlen);
+			beyond_tolerance(rs, data_lost, red_lost, why);
 			ret = -EUCLEAN;
 			goto out;
 		}
@@ -401,9 +389,8 @@ static int rebuild_set(struct redundancy_set *rs, const char *dir, const char *r
 		if (nlost) {
 			pr_info("set %d: rebuilding %d member(s), scheme %s", rs->g.set_id, nlost,
 				rs->g.ops->name);
-			ret = prepare_outputs(rs, dir, tmp, &m, &io, &crcs, data_new, red_new, err,
-					      errlen);
-			ret = set_agree(rs, ret, err, errlen, "preparing the rebuild");
+			ret = prepare_outputs(rs, dir, tmp, &m, &io, &crcs, data_new, red_new, why);
+			ret = set_agree(rs, "preparing the rebuild", ret, why);
 			if (ret)
 				goto out;
 			if (fault_hit(FAULT_FAIL_REBUILD_RUN))
@@ -412,14 +399,14 @@ static int rebuild_set(struct redundancy_set *rs, const char *dir, const char *r
 			if (!ret)
 				ret = io.err;
 			if (ret)
-				stasis_errf(err, errlen, "rebuild (scheme %s) failed: %s",
-					    rs->g.ops->name, strerror(-ret));
+				why_set(why, ret, "rebuild (scheme %s) failed: %s", rs->g.ops->name,
+					strerror(-ret));
 		}
 		if (!ret && !checked)
 			check_mine(dir, red, &io, &m.m[rs->g.me], data_new ? NULL : &mine_crcs,
 				   &data_bad, &red_bad);
 		checked = true;
-		ret = share_checks(rs, ret, data_bad, red_bad, flags, err, errlen);
+		ret = share_checks(rs, ret, data_bad, red_bad, flags, why);
 		if (ret)
 			goto out;
 		/* Nothing checked that was not known: the outputs stand. */
@@ -452,7 +439,7 @@ static int rebuild_set(struct redundancy_set *rs, const char *dir, const char *r
 	if (!lost_any)
 		goto out;
 	if (data_new)
-		ret = install_rebuilt(dir, &m.m[rs->g.me], &io.lf, &crcs, err, errlen);
+		ret = install_rebuilt(dir, &m.m[rs->g.me], &io.lf, &crcs, why);
 	if (!ret && red_new) {
 		ret = file_finish(&rs->g, &m, io.red_fd, io.sec, nsec);
 		if (!ret && rename(tmp, red))
@@ -460,9 +447,9 @@ static int rebuild_set(struct redundancy_set *rs, const char *dir, const char *r
 		if (!ret)
 			ret = fsutil_sync_dir(dir);
 		if (ret)
-			stasis_errf(err, errlen, "writing %s: %s", red, strerror(-ret));
+			why_set(why, ret, "writing %s: %s", red, strerror(-ret));
 	}
-	ret = set_agree(rs, ret, err, errlen, "rebuild");
+	ret = set_agree(rs, "rebuild", ret, why);
 out:
 	if (ret && (data_new || red_new))
 		drop_outputs(dir, tmp, &m.m[rs->g.me], &io, &crcs, data_new, red_new);
@@ -483,9 +470,9 @@ out:
 }
 
 int redundancy_rebuild(struct redundancy_set *rs, const char *dir, const char *red_name,
-		       bool have_mine, char *err, size_t errlen)
+		       bool have_mine, struct why *why)
 {
 	if (!set_protects(&rs->g))
-		return rebuild_nothing(rs, have_mine, err, errlen);
-	return rebuild_set(rs, dir, red_name, have_mine, err, errlen);
+		return rebuild_nothing(rs, have_mine, why);
+	return rebuild_set(rs, dir, red_name, have_mine, why);
 }

@@ -1,14 +1,16 @@
 /* The part of the redundancy layer that needs no MPI (redundancy_read_lib):
  * the schemes by name, the settings of a set, and reading one member's
  * redundancy file without its set, for stasis-inspect and the fuzzer. redundancy.h adds the sets
- * themselves, which need MPI. Functions return 0 or -errno; err gets one
- * line naming the cause. */
+ * themselves, which need MPI. Functions return 0 or -errno and say why in
+ * *why (util/why.h; NULL: not said). */
 #ifndef STASIS_REDUNDANCY_READ_H
 #define STASIS_REDUNDANCY_READ_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "why.h"
 
 struct scheme_ops; /* a redundancy scheme (internal.h) */
 
@@ -43,8 +45,8 @@ struct redundancy_info {
 };
 
 /* Read and check all of the file (header, records, every payload
- * section's crc64). 0, or -EBADMSG / -errno with err naming the cause. */
-int redundancy_info_read(const char *path, struct redundancy_info *out, char *err, size_t errlen);
+ * section's crc64). 0, or -EBADMSG / -errno with why naming the cause. */
+int redundancy_info_read(const char *path, struct redundancy_info *out, struct why *why);
 void redundancy_info_free(struct redundancy_info *info);
 /* Whether the scheme can rebuild these losses (a dry run of what
  * redundancy_rebuild decides; data_lost/red_lost per member). */

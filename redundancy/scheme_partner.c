@@ -7,15 +7,14 @@
 
 #include "internal.h"
 
-static int partner_check(const struct redundancy_params *prm, int p, int *param, char *err,
-			 size_t errlen)
+static int partner_check(const struct redundancy_params *prm, int p, int *param, struct why *why)
 {
 	if (prm->replicas < 1 || prm->replicas > p - 1) {
-		snprintf(err, errlen,
-			 "scheme partner needs 1 <= STASIS_PARTNER_REPLICAS <= set size - 1 = %d, "
-			 "got %d",
-			 p - 1, prm->replicas);
-		return -EINVAL;
+		return why_set(
+		    why, -EINVAL,
+		    "scheme partner needs 1 <= STASIS_PARTNER_REPLICAS <= set size - 1 = "
+		    "%d, got %d",
+		    p - 1, prm->replicas);
 	}
 	*param = prm->replicas;
 	return 0;

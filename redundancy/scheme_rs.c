@@ -83,25 +83,20 @@ const struct stripe_kernel stripe_kernel_rs = {
     .combine = rs_combine,
 };
 
-static int rs_check(const struct redundancy_params *prm, int p, int *param, char *err, size_t errlen)
+static int rs_check(const struct redundancy_params *prm, int p, int *param, struct why *why)
 {
 	int k = prm->rs_k;
 
-	if (k < 1) {
-		snprintf(err, errlen, "scheme rs needs STASIS_RS_K >= 1, got %d", k);
-		return -EINVAL;
-	}
-	if (p + k > MAX_SET) {
-		snprintf(err, errlen, "scheme rs: set size %d + k %d > %d (GF(2^8))", p, k,
-			 MAX_SET);
-		return -EINVAL;
-	}
-	if (p <= k) {
-		snprintf(err, errlen,
-			 "scheme rs with k %d needs a set of at least %d ranks, the set has %d", k,
-			 k + 1, p);
-		return -EINVAL;
-	}
+	if (k < 1)
+		return why_set(why, -EINVAL, "scheme rs needs STASIS_RS_K >= 1, got %d", k);
+	if (p + k > MAX_SET)
+		return why_set(why, -EINVAL, "scheme rs: set size %d + k %d > %d (GF(2^8))", p, k,
+			       MAX_SET);
+	if (p <= k)
+		return why_set(
+		    why, -EINVAL,
+		    "scheme rs with k %d needs a set of at least %d ranks, the set has %d", k,
+		    k + 1, p);
 	*param = k;
 	return 0;
 }

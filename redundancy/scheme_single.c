@@ -7,12 +7,10 @@
 
 #include "internal.h"
 
-static int single_check(const struct redundancy_params *prm, int p, int *param, char *err,
-			size_t errlen)
+static int single_check(const struct redundancy_params *prm, int p, int *param, struct why *why)
 {
 	(void)prm;
-	(void)err;
-	(void)errlen;
+	(void)why;
 	(void)p;
 	*param = 0;
 	return 0;

@@ -39,13 +39,12 @@ const struct stripe_kernel stripe_kernel_xor = {
     .combine = xor_combine,
 };
 
-static int xor_params(const struct redundancy_params *prm, int p, int *param, char *err, size_t errlen)
+static int xor_params(const struct redundancy_params *prm, int p, int *param, struct why *why)
 {
 	(void)prm;
-	if (p < 2) {
-		snprintf(err, errlen, "scheme xor needs a set of at least 2 ranks, the set has %d", p);
-		return -EINVAL;
-	}
+	if (p < 2)
+		return why_set(why, -EINVAL,
+			       "scheme xor needs a set of at least 2 ranks, the set has %d", p);
 	*param = 1;
 	return 0;
 }

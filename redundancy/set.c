@@ -18,7 +18,7 @@
 
 /* ---- failure domains and sets ---- */
 
-int redundancy_domain(MPI_Comm world, const char *spec, int *domain, char *err, size_t errlen)
+int redundancy_domain(MPI_Comm world, const char *spec, int *domain, struct why *why)
 {
 	char name[MPI_MAX_PROCESSOR_NAME + 1] = "", *all = NULL, *end;
 	int rank, size, len, first, ret = 0;
@@ -32,11 +32,10 @@ int redundancy_domain(MPI_Comm world, const char *spec, int *domain, char *err, 
 		errno = 0;
 		n = strtol(spec, &end, 10);
 		if (errno || end == spec || *end || n < 1 || n > INT_MAX) {
-			stasis_errf(
-			    err, errlen,
+			return why_set(
+			    why, -EINVAL,
 			    "STASIS_FAILURE_DOMAIN: '%s' is not 'host' or a positive integer",
 			    spec);
-			return -EINVAL;
 		}
 		*domain = rank / (int)n;
 		return 0;
@@ -46,14 +45,12 @@ int redundancy_domain(MPI_Comm world, const char *spec, int *domain, char *err, 
 	 * is the number of hosts whose first rank precedes its host's. */
 	PMPI_Get_processor_name(name, &len);
 	all = calloc((size_t)size, sizeof(name));
-	if (!all) {
-		stasis_errf(err, errlen, "out of memory gathering host names");
-		return -ENOMEM;
-	}
+	if (!all)
+		return why_set(why, -ENOMEM, "out of memory gathering host names");
 	ret = mpi_ret(
 	    PMPI_Allgather(name, sizeof(name), MPI_CHAR, all, sizeof(name), MPI_CHAR, world));
 	if (ret) {
-		stasis_errf(err, errlen, "gathering host names failed");
+		why_set(why, ret, "gathering host names failed");
 		goto out;
 	}
 	for (first = 0; strcmp(all + first * sizeof(name), name); first++)
@@ -100,26 +97,26 @@ static int by_round(const void *a, const void *b)
  * cutting it into runs of set_size consecutive slots puts at most one rank
  * of a domain in a set whenever set_size <= the number of domains. A
  * remainder too small for the scheme is merged into the last set. */
-static int plan_sets(const struct scheme_ops *ops, const struct redundancy_params *prm, struct slot *seq,
-		     int n, int *start, int *nsets, char *err, size_t errlen)
+static int plan_sets(const struct scheme_ops *ops, const struct redundancy_params *prm,
+		     struct slot *seq, int n, int *start, int *nsets, struct why *why)
 {
 	int q = prm->set_size < n ? prm->set_size : n, full = n / q, rem = n % q, param, ret;
 	int ndomains = 0, *seen;
 	struct set_geometry last = {.ops = ops};
-	char tmp[256];
+	struct why scratch = WHY_INIT;
 
 	*nsets = full;
 	for (int g = 0; g <= full; g++)
 		start[g] = g * q;
 	if (rem) {
-		if (ops->check(prm, rem, &param, tmp, sizeof(tmp)) == 0) {
+		if (ops->check(prm, rem, &param, &scratch) == 0) {
 			start[++*nsets] = n;
 		} else {
 			start[full] = n;
 		}
 	}
 	for (int g = 0; g < *nsets; g++) {
-		ret = ops->check(prm, start[g + 1] - start[g], &param, err, errlen);
+		ret = ops->check(prm, start[g + 1] - start[g], &param, why);
 		if (ret)
 			return ret;
 	}
@@ -139,15 +136,14 @@ static int plan_sets(const struct scheme_ops *ops, const struct redundancy_param
 			int dom = seq[i].domain;
 
 			if (dom >= 0 && dom < n && seen[dom] == g + 1) {
-				stasis_errf(
-				    err, errlen,
+				free(seen);
+				return why_set(
+				    why, -EINVAL,
 				    "scheme %s: a set of %d ranks needs %d failure domains, but "
 				    "STASIS_FAILURE_DOMAIN gives %d for %d ranks (set %d would "
 				    "hold two ranks of domain %d)",
 				    ops->name, start[g + 1] - start[g], start[g + 1] - start[g],
 				    ndomains, n, g, dom);
-				free(seen);
-				return -EINVAL;
 			}
 			if (dom >= 0 && dom < n)
 				seen[dom] = g + 1;
@@ -157,8 +153,8 @@ static int plan_sets(const struct scheme_ops *ops, const struct redundancy_param
 	return 0;
 }
 
-int redundancy_set_create(MPI_Comm world, int domain, const struct redundancy_params *prm, struct redundancy_set **out,
-		  char *err, size_t errlen)
+int redundancy_set_create(MPI_Comm world, int domain, const struct redundancy_params *prm,
+			  struct redundancy_set **out, struct why *why)
 {
 	const struct scheme_ops *ops = prm->scheme;
 	struct slot *seq = NULL;
@@ -167,14 +163,10 @@ int redundancy_set_create(MPI_Comm world, int domain, const struct redundancy_pa
 	int rank, n, nsets, g, key = 0, ret;
 
 	*out = NULL;
-	if (!ops) {
-		stasis_errf(err, errlen, "no redundancy scheme (one of %s)", scheme_names());
-		return -EINVAL;
-	}
-	if (prm->set_size < 1) {
-		stasis_errf(err, errlen, "set size %d: must be >= 1", prm->set_size);
-		return -EINVAL;
-	}
+	if (!ops)
+		return why_set(why, -EINVAL, "no redundancy scheme (one of %s)", scheme_names());
+	if (prm->set_size < 1)
+		return why_set(why, -EINVAL, "set size %d: must be >= 1", prm->set_size);
 	PMPI_Comm_rank(world, &rank);
 	PMPI_Comm_size(world, &n);
 	doms = malloc(sizeof(int) * n);
@@ -182,13 +174,12 @@ int redundancy_set_create(MPI_Comm world, int domain, const struct redundancy_pa
 	start = malloc(sizeof(int) * (n + 2));
 	rs = calloc(1, sizeof(*rs));
 	if (!doms || !seq || !start || !rs) {
-		stasis_errf(err, errlen, "out of memory forming sets");
-		ret = -ENOMEM;
+		ret = why_set(why, -ENOMEM, "out of memory forming sets");
 		goto err;
 	}
 	ret = mpi_ret(PMPI_Allgather(&domain, 1, MPI_INT, doms, 1, MPI_INT, world));
 	if (ret) {
-		stasis_errf(err, errlen, "gathering failure domains failed");
+		why_set(why, ret, "gathering failure domains failed");
 		goto err;
 	}
 	for (int r = 0; r < n; r++)
@@ -200,7 +191,7 @@ int redundancy_set_create(MPI_Comm world, int domain, const struct redundancy_pa
 
 	/* Every rank evaluates every set from the same gathered data, so all
 	 * agree on success or failure without another collective. */
-	ret = plan_sets(ops, prm, seq, n, start, &nsets, err, errlen);
+	ret = plan_sets(ops, prm, seq, n, start, &nsets, why);
 	if (ret)
 		goto err;
 	for (g = 0; g + 1 < nsets; g++) {
@@ -218,18 +209,17 @@ int redundancy_set_create(MPI_Comm world, int domain, const struct redundancy_pa
 	rs->g.set_id = g;
 	rs->g.me = key;
 	rs->g.p = start[g + 1] - start[g];
-	ops->check(prm, rs->g.p, &rs->g.param, err, errlen);
+	ops->check(prm, rs->g.p, &rs->g.param, NULL); /* passed in plan_sets() */
 	rs->g.world = malloc(sizeof(int) * rs->g.p);
 	if (!rs->g.world) {
-		stasis_errf(err, errlen, "out of memory forming sets");
-		ret = -ENOMEM;
+		ret = why_set(why, -ENOMEM, "out of memory forming sets");
 		goto err;
 	}
 	for (int i = 0; i < rs->g.p; i++)
 		rs->g.world[i] = seq[start[g] + i].rank;
 	ret = mpi_ret(PMPI_Comm_split(world, g, key, &rs->comm));
 	if (ret) {
-		stasis_errf(err, errlen, "splitting the set communicator failed");
+		why_set(why, ret, "splitting the set communicator failed");
 		rs->comm = MPI_COMM_NULL;
 		goto err;
 	}
@@ -244,20 +234,14 @@ err:
 	return ret;
 }
 
-/* MPI_MINLOC: the most negative errno wins, ties to the lowest member. */
-int set_agree(const struct redundancy_set *rs, int ret, char *err, size_t errlen, const char *what)
+int set_agree(const struct redundancy_set *rs, const char *step, int ret, struct why *why)
 {
-	struct {
-		int v;
-		int r;
-	} in = {ret, rs->g.me}, out;
-
-	if (PMPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, rs->comm) != MPI_SUCCESS)
-		return -EIO;
-	if (out.v && !ret)
-		stasis_errf(err, errlen, "%s failed on rank %d (set %d): %s", what,
-			    rs->g.world[out.r], rs->g.set_id, strerror(-out.v));
-	return out.v;
+	ret = why_agree(rs->comm, step, ret, why);
+	/* A member's own cause rarely names its rank: the others say whose. */
+	if (ret && why->rank >= 0 && why->rank < rs->g.p && why->rank != rs->g.me)
+		why_prefix(why, "%s failed on rank %d (set %d)", step, rs->g.world[why->rank],
+			   rs->g.set_id);
+	return ret;
 }
 
 int redundancy_tolerance(const struct redundancy_set *rs)

@@ -18,11 +18,10 @@ static int world[MAX_SET];
 static int make_set(struct set_geometry *g, const struct scheme_ops *ops, int p, int me, uint32_t k)
 {
 	struct redundancy_params prm = {ops, p, (int)k, (int)k};
-	char err[256];
 	int param;
 
 	if (p < 1 || p > 16 || me < 0 || me >= p || k > MAX_SET ||
-	    ops->check(&prm, p, &param, err, sizeof(err)))
+	    ops->check(&prm, p, &param, NULL))
 		return -1;
 	*g = (struct set_geometry){.ops = ops, .p = p, .me = me, .param = param, .world = world};
 	return 0;

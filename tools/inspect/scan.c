@@ -299,7 +299,7 @@ void inspect_read(struct inspect *in)
 				struct redundancy_info info;
 
 				if (!j->ck[k].r[r].red ||
-				    redundancy_info_read(j->ck[k].r[r].red, &info, NULL, 0))
+				    redundancy_info_read(j->ck[k].r[r].red, &info, NULL))
 					continue;
 				j->scheme = info.scheme;
 				j->set_size = info.p;

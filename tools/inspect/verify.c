@@ -42,22 +42,22 @@ static void check_image(struct ckpt *c, int rank)
 static void check_redundancy(struct ckpt *c, int rank)
 {
 	struct rank_files *rf = &c->r[rank];
-	char err[1024] = "";
+	struct why why = WHY_INIT;
 
 	if (!rf->red) {
 		rf->redundancy = FILE_ABSENT;
 		return;
 	}
-	if (redundancy_info_read(rf->red, &rf->red_info, err, sizeof(err))) {
+	if (redundancy_info_read(rf->red, &rf->red_info, &why)) {
 		rf->redundancy = FILE_BAD;
-		rf->red_err = strdup(err);
+		rf->red_err = strdup(why.msg);
 		return;
 	}
 	rf->redundancy = FILE_OK;
 }
 
 /* The member's image is the one its set recorded (size and crc64 of the
- * whole file), as redundancy_rebuild's verify_mine requires of a source. */
+ * whole file), as redundancy_rebuild's check_mine() requires of a source. */
 static bool matches_record(const struct rank_files *rf, const struct redundancy_info *info, int x)
 {
 	uint64_t crc;
