@@ -164,7 +164,7 @@ static double ec_contended(int p, int k, size_t size)
 	return bt;
 }
 
-/* ---- the codec ---- */
+/* ---- the redundancy set ---- */
 
 struct result {
 	double enc[REPS], reb[REPS], cp[REPS];

@@ -96,8 +96,8 @@ static uint64_t part_len(const struct crc_parts *t, const struct lfile *lf, int 
  * longer counts: crc_parts_finish reads it back from the file. */
 #define PART_BROKEN UINT64_MAX
 
-void crc_parts_feed(struct crc_parts *t, const struct lfile *lf, uint64_t lo, const unsigned char *buf,
-		  size_t len)
+void crc_parts_feed(struct crc_parts *t, const struct lfile *lf, uint64_t lo,
+		    const unsigned char *buf, size_t len)
 {
 	uint64_t start = 0;
 

@@ -1,8 +1,8 @@
-/* Encode (DESIGN.md section 6): the collective protocol around
- * scheme_ops.run that writes every member's redundancy file - agreeing on
- * every step's outcome, exchanging the members' records and the crc64 of
- * their files (computed as the exchange reads them), installing the files
- * only once every member has one. */
+/* Encode (DESIGN.md section 6): the collective protocol around the
+ * scheme's exchange (scheme_exchange) that writes every member's
+ * redundancy file - agreeing on every step's outcome, exchanging the
+ * members' records and the crc64 of their files (computed as the exchange
+ * reads them), installing the files only once every member has one. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -72,7 +72,8 @@ struct crc_share {
 	uint64_t *mine;
 };
 
-static int share_prepare(const struct redundancy_set *rs, const struct set_meta *m, struct crc_share *sh)
+static int share_prepare(const struct redundancy_set *rs, const struct set_meta *m,
+			 struct crc_share *sh)
 {
 	int total = 0;
 
@@ -116,13 +117,15 @@ static int share_end(const struct redundancy_set *rs, struct set_meta *m, struct
 		return set_agree(rs, step, ret, why);
 	for (int x = 0; x < rs->g.p; x++)
 		for (int i = 0; i < m->m[x].nfiles; i++)
-			((struct member_file *)m->m[x].file[i])->crc = sh->all[sh->displs[x] + 1 + i];
+			((struct member_file *)m->m[x].file[i])->crc =
+			    sh->all[sh->displs[x] + 1 + i];
 	return 0;
 }
 
 /* Every member gets every member's record (the set is small; keeping all
  * of them in each redundancy file covers any tolerated loss). */
-static int gather_meta(const struct redundancy_set *rs, const void *rec, size_t len, struct set_meta *m)
+static int gather_meta(const struct redundancy_set *rs, const void *rec, size_t len,
+		       struct set_meta *m)
 {
 	int mine = (int)len, *lens = malloc(sizeof(int) * rs->g.p),
 	    *displs = malloc(sizeof(int) * rs->g.p);

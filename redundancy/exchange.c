@@ -49,8 +49,8 @@ enum { SLOT_FREE, SLOT_RECV, SLOT_READY, SLOT_SEND, SLOT_WRITE };
 
 struct slot {
 	int state;
-	int pending;	    /* receives outstanding */
-	unsigned char *buf; /* sender, sink: a piece; gatherer: ncontrib sources, nerased rows */
+	int pending;	     /* receives outstanding */
+	unsigned char *buf;  /* sender, sink: a piece; gatherer: ncontrib sources, nerased rows */
 	struct ring_write w; /* SLOT_WRITE: buf going to the redundancy file */
 };
 

@@ -1,7 +1,8 @@
-/* Reading a redundancy file without MPI, for stasis-inspect (redundancy_read.h):
- * the header says which scheme and set geometry wrote it; a set of that
- * geometry, without a communicator, then lets file_load check every byte and
- * the scheme's own feasible() judge a pattern of losses. */
+/* Reading a redundancy file without MPI, for stasis-inspect
+ * (redundancy_read.h): the header says which scheme and set geometry wrote
+ * it; a set of that geometry, without a communicator, then lets file_load
+ * check every byte and the scheme's own feasible() judge a pattern of
+ * losses. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

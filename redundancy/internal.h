@@ -56,9 +56,9 @@ struct file_header {
 	uint32_t param; /* rs k, partner replicas, xor 1, single 0 */
 	uint32_t world_rank;
 	uint64_t max_logical; /* S */
-	uint64_t chunk;       /* C (xor, rs), piece-independent */
+	uint64_t chunk;	      /* C (xor, rs), piece-independent */
 	uint64_t meta_offset;
-	uint64_t meta_bytes;   /* records + section table */
+	uint64_t meta_bytes;	/* records + section table */
 	uint64_t records_bytes; /* records only */
 	uint32_t nsections;
 	uint32_t reserved;
@@ -148,14 +148,14 @@ struct crc_parts {
 /* What a scheme works on during one encode or rebuild on this member. */
 struct scheme_io {
 	const struct set_meta *meta;
-	struct lfile lf;          /* this member's logical file (read, or written when lost) */
-	int red_fd;		  /* this member's redundancy file */
-	struct payload_section *sec;  /* its payload sections; crc accumulated while written */
+	struct lfile lf;	     /* this member's logical file (read, or written when lost) */
+	int red_fd;		     /* this member's redundancy file */
+	struct payload_section *sec; /* its payload sections; crc accumulated while written */
 	struct payload_section *sec_seen; /* sections being checked: crc and bytes read in order */
 	int nsec;
-	struct crc_parts *crc;	  /* noted as lf's data passes (io_*_data), or NULL */
-	uint64_t corrupt_at;	  /* corrupt-rebuild: logical offset spoilt, UINT64_MAX none */
-	int err;                  /* first local I/O error; the collective still runs on */
+	struct crc_parts *crc; /* noted as lf's data passes (io_*_data), or NULL */
+	uint64_t corrupt_at;   /* corrupt-rebuild: logical offset spoilt, UINT64_MAX none */
+	int err;	       /* first local I/O error; the collective still runs on */
 };
 
 static inline void io_keep_err(struct scheme_io *io, int ret)
@@ -277,8 +277,7 @@ void io_note_data(struct scheme_io *io, uint64_t lo, unsigned char *buf, size_t 
 /* Where len bytes of lf at lo go when that is one write: true with fd,
  * off and n (0 when all of it is the zero padding past the files), false
  * when they span files. */
-bool lf_place(const struct lfile *lf, uint64_t lo, size_t len, int *fd, uint64_t *off,
-		    size_t *n);
+bool lf_place(const struct lfile *lf, uint64_t lo, size_t len, int *fd, uint64_t *off, size_t *n);
 /* len bytes at off of payload section i of io's redundancy file, their crc
  * noted when io->sec_seen. */
 int io_read_section(struct scheme_io *io, int i, uint64_t off, unsigned char *buf, size_t len);
@@ -304,8 +303,8 @@ uint64_t crc64_combine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b);
 /* seg 0: one segment. */
 int crc_parts_init(struct crc_parts *t, const struct lfile *lf, uint64_t seg);
 void crc_parts_free(struct crc_parts *t);
-void crc_parts_feed(struct crc_parts *t, const struct lfile *lf, uint64_t lo, const unsigned char *buf,
-		  size_t len);
+void crc_parts_feed(struct crc_parts *t, const struct lfile *lf, uint64_t lo,
+		    const unsigned char *buf, size_t len);
 /* Each file's crc64 into crc[n]; the parts not fed whole, once and in
  * order, are read from the files. */
 int crc_parts_finish(const struct crc_parts *t, const struct lfile *lf, uint64_t *crc);

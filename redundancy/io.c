@@ -110,8 +110,7 @@ int io_write_data(struct scheme_io *io, uint64_t lo, unsigned char *buf, size_t 
 	return lf_write(&io->lf, lo, buf, len);
 }
 
-bool lf_place(const struct lfile *lf, uint64_t lo, size_t len, int *fd, uint64_t *off,
-		    size_t *n)
+bool lf_place(const struct lfile *lf, uint64_t lo, size_t len, int *fd, uint64_t *off, size_t *n)
 {
 	uint64_t start = 0;
 

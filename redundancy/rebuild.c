@@ -1,9 +1,9 @@
-/* Rebuild (DESIGN.md section 6): the collective protocol around
- * scheme_ops.run that gives back lost members their files and redundancy
- * files - agreeing on every step's outcome, sharing the records of a
- * member whose redundancy file is valid, checking the survivors' sources
- * as the exchange reads them, and installing what was rebuilt once its
- * crc64 matches its record. */
+/* Rebuild (DESIGN.md section 6): the collective protocol around the
+ * scheme's exchange (scheme_exchange) that gives back lost members their
+ * files and redundancy files - agreeing on every step's outcome, sharing
+ * the records of a member whose redundancy file is valid, checking the
+ * survivors' sources as the exchange reads them, and installing what was
+ * rebuilt once its crc64 matches its record. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

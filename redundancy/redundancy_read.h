@@ -1,8 +1,8 @@
 /* The part of the redundancy layer that needs no MPI (redundancy_read_lib):
  * the schemes by name, the settings of a set, and reading one member's
- * redundancy file without its set, for stasis-inspect and the fuzzer. redundancy.h adds the sets
- * themselves, which need MPI. Functions return 0 or -errno and say why in
- * *why (util/why.h; NULL: not said). */
+ * redundancy file without its set, for stasis-inspect and the fuzzer.
+ * redundancy.h adds the sets themselves, which need MPI. Functions return
+ * 0 or -errno and say why in *why (util/why.h; NULL: not said). */
 #ifndef STASIS_REDUNDANCY_READ_H
 #define STASIS_REDUNDANCY_READ_H
 
@@ -24,9 +24,9 @@ const char *scheme_names(void);
  * redundancy.h because the schemes, which need no MPI, check it. */
 struct redundancy_params {
 	const struct scheme_ops *scheme;
-	int set_size;	    /* STASIS_SET_SIZE */
-	int rs_k;	    /* STASIS_RS_K */
-	int replicas;	    /* STASIS_PARTNER_REPLICAS */
+	int set_size; /* STASIS_SET_SIZE */
+	int rs_k;     /* STASIS_RS_K */
+	int replicas; /* STASIS_PARTNER_REPLICAS */
 };
 
 /* What one member's redundancy file says about its set: the geometry, the

@@ -1,13 +1,14 @@
-/* Redundancy sets (DESIGN.md section 6): failure domains, set formation and
- * the choice of scheme. The redundancy file (header and member records,
- * format in internal.h) is file_format.c, the parts of encode and rebuild
- * common to all schemes are encode.c and rebuild.c, the data
- * path (kept buffers, crc64 on the way, io_uring writes) io.c and
- * crc_combine.c, and the schemes themselves sit behind struct scheme_ops in
- * scheme_*.c. */
+/* Redundancy sets (DESIGN.md section 6): failure domains, set formation
+ * and the agreement that ends each collective step. The rest of the
+ * folder: the schemes behind struct scheme_ops (scheme_*.c, listed once in
+ * scheme.c), the redundancy file (file_format.c, its format in internal.h)
+ * and its reader (info.c), the parts of encode and rebuild common to all
+ * schemes (encode.c, rebuild.c), the exchanges that move a scheme's data
+ * between members (exchange.c, exchange_copies.c, on stripe_plan.c's
+ * math), and the data path (io.c: kept buffers, reads, io_uring writes;
+ * crc_combine.c: crc64 on the way). */
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

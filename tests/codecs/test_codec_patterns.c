@@ -394,8 +394,8 @@ static int run_crc(void)
 	CHECK(crc64_ecma_refl(0, check, 9) == 0x995dc9bbdf1939faull, "CRC-64/XZ check value");
 	for (size_t a = 0; a <= sizeof(buf); a += 1 + next() % 37)
 		CHECK(crc64_combine(crc64_ecma_refl(0, buf, a),
-				   crc64_ecma_refl(0, buf + a, 1000 - a),
-				   1000 - a) == crc64_ecma_refl(0, buf, 1000),
+				    crc64_ecma_refl(0, buf + a, 1000 - a),
+				    1000 - a) == crc64_ecma_refl(0, buf, 1000),
 		      "join at %zu", a);
 	if (!mkdtemp(dir))
 		return 77;
