@@ -1,14 +1,13 @@
-/* Aggregate throughput of the xor and rs redundancy codecs (redset_encode
- * and redset_rebuild) over all ranks, side by side with a plain cp of the
+/* Aggregate throughput of the xor and rs redundancy schemes (redundancy_encode
+ * and redundancy_rebuild) over all ranks, side by side with a plain cp of the
  * same files to the same filesystem, measured in the same run:
  *
  *   mpirun -np 8 --oversubscribe --mca mpi_yield_when_idle 1 codec_perf [MiB per rank] [dir]
  *
- * The encode targets (cfg[].target, printed as met or not met) are set for
- * 8 ranks, one set of all 8, 32 MiB per rank in /dev/shm (the defaults).
- * Aggregate GB/s = bytes of checkpoint of all ranks (ranks x MiB per rank)
- * / time from the first rank's start to the last rank's end; the same
- * bytes for encode, rebuild and cp.
+ * The data path was tuned for: 8 ranks, one set of all 8, 32 MiB per
+ * rank in /dev/shm (the defaults), on a 2-core VM. Aggregate GB/s = bytes of checkpoint of all
+ * ranks (ranks x MiB per rank) / time from the first rank's start to the
+ * last rank's end; the same bytes for encode, rebuild and cp.
  *
  *  - cp: every rank runs /bin/cp (a child process, posix_spawn) of its
  *    image to a new file in the same directory at the same moment; the copy
@@ -41,7 +40,7 @@
 #include <isa-l.h>
 #include <mpi.h>
 
-#include "redset.h"
+#include "redundancy.h"
 
 extern char **environ;
 
@@ -165,7 +164,7 @@ static double ec_contended(int p, int k, size_t size)
 	return bt;
 }
 
-/* ---- the codec ---- */
+/* ---- the redundancy set ---- */
 
 struct result {
 	double enc[REPS], reb[REPS], cp[REPS];
@@ -174,19 +173,21 @@ struct result {
 
 static int run(const char *dir, const char *scheme, int p, int k, bool with_cp, struct result *res)
 {
-	struct redset_params prm = {.scheme = scheme, .set_size = p, .rs_k = k, .replicas = 1};
-	struct redset *rs;
-	char err[512], img[700], red[700], copy[700], name[64], redname[64];
+	struct redundancy_params prm = {
+	    .scheme = scheme_find(scheme), .set_size = p, .rs_k = k, .replicas = 1};
+	struct redundancy_set *rs;
+	struct why w = WHY_INIT;
+	char img[700], red[700], copy[700], name[64], redname[64];
 	const char *names[1] = {name};
 	int domain, ret, me_in_set = rank % p;
 	bool lose = me_in_set >= 1 && me_in_set <= k;
 	double t0;
 
-	redset_domain(MPI_COMM_WORLD, "1", &domain, err, sizeof(err));
-	ret = redset_create(MPI_COMM_WORLD, domain, &prm, &rs, err, sizeof(err));
+	redundancy_domain(MPI_COMM_WORLD, "1", &domain, &w);
+	ret = redundancy_set_create(MPI_COMM_WORLD, domain, &prm, &rs, &w);
 	if (ret) {
 		if (!rank)
-			fprintf(stderr, "create: %s\n", err);
+			fprintf(stderr, "create: %s\n", w.msg);
 		return ret;
 	}
 	snprintf(name, sizeof(name), "img.r%d", rank);
@@ -204,10 +205,10 @@ static int run(const char *dir, const char *scheme, int p, int k, bool with_cp, 
 		unlink(red);
 		MPI_Barrier(MPI_COMM_WORLD);
 		t0 = now();
-		ret = redset_encode(rs, dir, names, 1, redname, err, sizeof(err));
+		ret = redundancy_encode(rs, dir, names, 1, redname, &w);
 		res->enc[rep] = span(t0, now());
 		if (ret) {
-			fprintf(stderr, "rank %d: encode: %s\n", rank, err);
+			fprintf(stderr, "rank %d: encode: %s\n", rank, w.msg);
 			break;
 		}
 		/* one domain per rank: set g is ranks g*p .. g*p+p-1 */
@@ -217,13 +218,13 @@ static int run(const char *dir, const char *scheme, int p, int k, bool with_cp, 
 		}
 		MPI_Barrier(MPI_COMM_WORLD);
 		t0 = now();
-		ret = redset_rebuild(rs, dir, redname, !lose, err, sizeof(err));
+		ret = redundancy_rebuild(rs, dir, redname, !lose, &w);
 		res->reb[rep] = span(t0, now());
 		if (ret)
-			fprintf(stderr, "rank %d: rebuild: %s\n", rank, err);
+			fprintf(stderr, "rank %d: rebuild: %s\n", rank, w.msg);
 		res->n = rep + 1;
 	}
-	redset_free(rs);
+	redundancy_set_free(rs);
 	return ret;
 }
 
@@ -250,7 +251,7 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *scheme;
 		int k;
-		double target; /* aggregate encode GB/s to reach; 0: none */
+		double target; /* aggregate encode GB/s the data path was tuned to reach */
 	} cfg[] = {{"xor", 1, 3.1}, {"rs", 1, 0}, {"rs", 2, 2.5}, {"rs", 3, 2.4}};
 	static const int psz[] = {2, 4};
 	struct {

@@ -13,7 +13,7 @@
 #include "agree.h"
 #include "log.h"
 #include "parts.h"
-#include "redset.h"
+#include "redundancy.h"
 #include "regions.h"
 #include "retention.h"
 #include "trigger.h"
@@ -189,10 +189,15 @@ static int encode(struct session *s, uint64_t id, char *err, size_t errlen)
 {
 	char image[64], red[64];
 	const char *names[] = {image};
+	struct why why = WHY_INIT;
+	int ret;
 
 	store_name(s->rank, id, STORE_IMAGE, image, sizeof(image));
 	store_name(s->rank, id, STORE_REDUNDANCY, red, sizeof(red));
-	return redset_encode(s->redset, s->store.dir, names, 1, red, err, errlen);
+	ret = redundancy_encode(s->redset, s->store.dir, names, 1, red, &why);
+	if (ret)
+		snprintf(err, errlen, "%s", why.msg);
+	return ret;
 }
 
 static bool no_space(int ret)

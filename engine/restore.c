@@ -15,7 +15,7 @@
 #include "image.h"
 #include "log.h"
 #include "parts.h"
-#include "redset.h"
+#include "redundancy.h"
 #include "regions.h"
 #include "restore.h"
 #include "restore_read.h"
@@ -180,6 +180,7 @@ static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
 {
 	while (id) {
 		char path[4200], red[64];
+		struct why rebuilt = WHY_INIT;
 		struct image *img = NULL;
 		int have = 0, all_have, ok;
 		uint64_t parent = 0;
@@ -194,7 +195,9 @@ static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
 		PMPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_LAND, s->comm);
 		if (!all_have) {
 			store_name(s->rank, id, STORE_REDUNDANCY, red, sizeof(red));
-			ok = redset_rebuild(s->redset, s->store.dir, red, have, why, len) == 0;
+			ok = redundancy_rebuild(s->redset, s->store.dir, red, have, &rebuilt) == 0;
+			if (!ok)
+				snprintf(why, len, "%s", rebuilt.msg);
 			PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, s->comm);
 			if (!ok)
 				return -EUCLEAN;
@@ -285,7 +288,7 @@ static int try_load(struct session *s, uint64_t id, bool local, bool flushed, en
 		*v = load(s, id, why, len);
 		PMPI_Allreduce(v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
 	}
-	if (local && worst == UNUSABLE && s->redset) {
+	if (local && worst == UNUSABLE && redundancy_tolerance(s->redset)) {
 		unload();
 		/* From here why is the rebuild's: a rank whose own set was
 		 * whole has none, and must not pass on a stale one. */

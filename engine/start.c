@@ -16,7 +16,7 @@
 #include "image.h"
 #include "log.h"
 #include "maps.h"
-#include "redset.h"
+#include "redundancy.h"
 #include "restore.h"
 #include "trigger.h"
 #include "session.h"
@@ -133,10 +133,33 @@ static uint64_t first_free_id(struct session *s)
 	return newest + 1;
 }
 
+/* This rank's redundancy set. The default scheme on a machine it cannot
+ * protect (one node): say so and go on with single, which protects
+ * nothing; a scheme asked for is an error. Collective: a scheme that
+ * cannot be placed fails the same way on every rank. */
+static int make_set(struct session *s, const struct scheme_ops *scheme, struct why *why)
+{
+	struct redundancy_params rp = {scheme, s->cfg.set_size, s->cfg.rs_k, s->cfg.replicas};
+	int ret = redundancy_set_create(MPI_COMM_WORLD, s->node, &rp, &s->redset, why);
+
+	if (ret && !s->cfg.scheme_explicit) {
+		if (s->rank == 0)
+			pr_warn("STASIS_SCHEME defaults to %s, which cannot be placed here (%s): "
+				"checkpoints are not protected against node loss",
+				s->cfg.scheme, why->msg);
+		strcpy(s->cfg.scheme, "single");
+		rp.scheme = scheme_find(s->cfg.scheme);
+		why_clear(why);
+		ret = redundancy_set_create(MPI_COMM_WORLD, s->node, &rp, &s->redset, why);
+	}
+	return ret;
+}
+
 void engine_after_init(int required, int provided)
 {
 	struct session *s = session_storage();
-	struct redset_params rp;
+	const struct scheme_ops *scheme;
+	struct why why = WHY_INIT;
 	char err[1024] = "";
 	int ret;
 	bool mine;
@@ -149,6 +172,15 @@ void engine_after_init(int required, int provided)
 	if (config_load(&s->cfg, err, sizeof(err))) {
 		if (s->rank == 0)
 			pr_err("%s", err);
+		stop_run();
+	}
+	/* The schemes' names are the redundancy layer's: one a user mistyped
+	 * stops the run here, as any other bad setting does. */
+	scheme = scheme_find(s->cfg.scheme);
+	if (!scheme) {
+		if (s->rank == 0)
+			pr_err("STASIS_SCHEME: '%s' is not one of %s", s->cfg.scheme,
+			       scheme_names());
 		stop_run();
 	}
 	stasis_log_verbosity = s->cfg.verbose;
@@ -176,7 +208,9 @@ void engine_after_init(int required, int provided)
 		pr_info("dirty-page tracking: %s (STASIS_DIRTY=%s)",
 			s->dirty ? s->dirty->name : "off", s->cfg.dirty);
 	if (!ret)
-		ret = redset_domain(MPI_COMM_WORLD, s->cfg.failure_domain, &s->node, err, sizeof(err));
+		ret = redundancy_domain(MPI_COMM_WORLD, s->cfg.failure_domain, &s->node, &why);
+	if (ret && why_said(&why))
+		snprintf(err, sizeof(err), "%s", why.msg);
 	if (!ret)
 		ret = store_open(&s->store, s->cfg.dir, s->node, s->rank, s->job, true, err,
 				 sizeof(err));
@@ -184,25 +218,15 @@ void engine_after_init(int required, int provided)
 		ret = store_lock(&s->store, err, sizeof(err));
 	if (!ret)
 		ret = flush_open(s, err, sizeof(err));
-	if (!ret && strcmp(s->cfg.scheme, "single")) {
-		rp = (struct redset_params){s->cfg.scheme, s->cfg.set_size, s->cfg.rs_k,
-					    s->cfg.replicas};
-		ret = redset_create(MPI_COMM_WORLD, s->node, &rp, &s->redset, err, sizeof(err));
-		/* The default scheme on a machine it cannot protect (one node):
-		 * say so and go on unprotected; a scheme asked for is an error. */
-		if (ret && !s->cfg.scheme_explicit) {
-			if (s->rank == 0)
-				pr_warn("STASIS_SCHEME defaults to %s, which cannot be placed here "
-					"(%s): checkpoints are not protected against node loss",
-					s->cfg.scheme, err);
-			strcpy(s->cfg.scheme, "single");
-			s->redset = NULL;
-			err[0] = 0;
-			ret = 0;
-		}
-	}
+	/* The set is made by every rank together: only once all got here. */
 	mine = ret != 0;
 	PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	if (!ret) {
+		ret = make_set(s, scheme, &why);
+		snprintf(err, sizeof(err), "%s", why.msg);
+		mine = ret != 0;
+		PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	}
 	if (ret) {
 		session_report(s, mine && err[0], err);
 		stop_run();
@@ -243,7 +267,7 @@ void engine_finalize(void)
 	flush_stop();
 	s->enabled = false;
 	if (s->redset)
-		redset_free(s->redset);
+		redundancy_set_free(s->redset);
 	s->redset = NULL;
 	PMPI_Comm_free(&s->comm);
 	session_publish(false);

@@ -14,7 +14,7 @@
 #include "store.h"
 
 struct dirty_backend;
-struct redset;
+struct redundancy_set;
 
 struct session {
 	struct stasis_config cfg;
@@ -33,7 +33,7 @@ struct session {
 	bool enabled;            /* checkpoints are taken */
 	const char *blocked_by;  /* first unsupported feature used, or NULL */
 	const struct dirty_backend *dirty; /* NULL: every checkpoint is full */
-	struct redset *redset;   /* NULL for scheme single */
+	struct redundancy_set *redset; /* this rank's set (made at MPI_Init) */
 };
 
 /* The session of this process, or NULL before MPI_Init / when inactive. */

@@ -19,7 +19,7 @@ struct stasis_config {
 	char flush_dir[4096];     /* STASIS_FLUSH_DIR pattern, "" = no flush level */
 	int flush_every;          /* STASIS_FLUSH_EVERY >= 1 */
 	int keep;                 /* STASIS_KEEP >= 1 */
-	char scheme[16];          /* STASIS_SCHEME */
+	char scheme[64];	  /* STASIS_SCHEME (a name engine/start.c checks) */
 	bool scheme_explicit;     /* STASIS_SCHEME was set, not defaulted */
 	int set_size;             /* STASIS_SET_SIZE */
 	int rs_k;                 /* STASIS_RS_K */

@@ -26,8 +26,8 @@ static const struct {
 	/* image_write.c: fdatasync of the image, its rename into place */
 	[FAULT_FAIL_IMAGE_SYNC] = {"fail-image-sync", false},
 	[FAULT_FAIL_IMAGE_INSTALL] = {"fail-image-install", false},
-	/* redset_rebuild.c (encode): reading the files to protect, creating
-	 * the redundancy file, the codec's exchange, writing its header and
+	/* redundancy/encode.c: reading the files to protect, creating
+	 * the redundancy file, the scheme's exchange, writing its header and
 	 * meta, renaming it into place; a file to protect truncated by
 	 * "someone else" to half its size once the encode has its size */
 	[FAULT_FAIL_ENCODE_READ] = {"fail-encode-read", false},
@@ -40,8 +40,8 @@ static const struct {
 	 * checkpoint after a commit */
 	[FAULT_FAIL_COMMIT] = {"fail-commit", false},
 	[FAULT_FAIL_PRUNE] = {"fail-prune", false},
-	/* redset_rebuild.c (rebuild): creating the files rebuilt into, the
-	 * codec's exchange, one flipped byte in a rebuilt file before its
+	/* redundancy/rebuild.c: creating the files rebuilt into, the
+	 * scheme's exchange, one flipped byte in a rebuilt file before its
 	 * checksum is checked, renaming the rebuilt files into place */
 	[FAULT_FAIL_REBUILD_CREATE] = {"fail-rebuild-create", false},
 	[FAULT_FAIL_REBUILD_RUN] = {"fail-rebuild-run", false},

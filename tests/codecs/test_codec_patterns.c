@@ -8,7 +8,7 @@
  * every mix of lost files / lost redundancy files agrees with
  * stripe_feasible() and rebuilds; random patterns for p = 16, 32, 64.
  * Sizes include 0, 1, odd, page +- 1 and unequal ones. Also the crc64
- * of files computed by parts as the exchange moves them (red_crc.c): parts
+ * of files computed by parts as the exchange moves them (crc_combine.c): parts
  * joined equal the crc64 of the whole, fed in any order of segments, with
  * the parts never fed, fed twice or with a gap read from the files. Exit 0/1/77. */
 #include <errno.h>
@@ -20,7 +20,7 @@
 
 #include <isa-l.h>
 
-#include "redset_int.h"
+#include "internal.h"
 
 struct sim {
 	int p, k;
@@ -68,7 +68,7 @@ static void apply(struct sim *sm, const struct stripe_plan *plans)
 {
 	size_t piece = stripe_piece(sm->p, sm->k);
 	unsigned char *acc = aligned_alloc(64, piece * sm->k);
-	unsigned char *rows[RED_MAX_SET], *src[RED_MAX_SET];
+	unsigned char *rows[MAX_SET], *src[MAX_SET];
 
 	for (int s = 0; s < sm->p; s++) {
 		const struct stripe_plan *pl = &plans[s];
@@ -128,7 +128,7 @@ static void sim_free(struct sim *sm)
 
 static int encode(struct sim *sm)
 {
-	bool none[RED_MAX_SET] = {0}, all[RED_MAX_SET];
+	bool none[MAX_SET] = {0}, all[MAX_SET];
 	struct stripe_plan *plans = calloc(sm->p, sizeof(*plans));
 	int ret;
 
@@ -222,7 +222,7 @@ static int popcount(unsigned v)
 
 static int run_exhaustive(int p, int k, const struct stripe_kernel *kern)
 {
-	uint64_t size[RED_MAX_SET];
+	uint64_t size[MAX_SET];
 	int rebuilt = 0, refused = 0;
 
 	for (int variant = 0; variant < 4; variant++) {
@@ -236,7 +236,7 @@ static int run_exhaustive(int p, int k, const struct stripe_kernel *kern)
 		}
 		/* whole members lost: every pattern up to k + 1 */
 		for (unsigned mask = 1; mask < 1u << p; mask++) {
-			bool dl[RED_MAX_SET], rl[RED_MAX_SET];
+			bool dl[MAX_SET], rl[MAX_SET];
 			int n = popcount(mask);
 
 			if (n > k + 1)
@@ -254,7 +254,7 @@ static int run_exhaustive(int p, int k, const struct stripe_kernel *kern)
 		}
 		/* files and redundancy files lost independently */
 		for (unsigned mask = 1; p <= 5 && mask < 1u << (2 * p); mask++) {
-			bool dl[RED_MAX_SET], rl[RED_MAX_SET];
+			bool dl[MAX_SET], rl[MAX_SET];
 
 			for (int x = 0; x < p; x++) {
 				dl[x] = mask >> x & 1;
@@ -272,7 +272,7 @@ static int run_exhaustive(int p, int k, const struct stripe_kernel *kern)
 
 static int run_random(int p, int k, const struct stripe_kernel *kern, int trials)
 {
-	uint64_t size[RED_MAX_SET];
+	uint64_t size[MAX_SET];
 	struct sim sm;
 
 	sizes_for(p, 2, size);
@@ -282,7 +282,7 @@ static int run_random(int p, int k, const struct stripe_kernel *kern, int trials
 		return -1;
 	}
 	for (int t = 0; t < trials; t++) {
-		bool dl[RED_MAX_SET] = {0}, rl[RED_MAX_SET] = {0};
+		bool dl[MAX_SET] = {0}, rl[MAX_SET] = {0};
 		int n = 1 + t % (k + 1);
 
 		for (int i = 0; i < n; i++) {
@@ -308,7 +308,7 @@ static int run_random(int p, int k, const struct stripe_kernel *kern, int trials
 /* Files of random sizes (some 0) as one logical file, fed to a crc
  * tracker segment by segment in a shuffled order and in random pieces,
  * some segments left out, some pieces fed twice or skipped (those parts
- * are read back from the files by red_crc_finish). */
+ * are read back from the files by crc_parts_finish). */
 static int crc_trial(const char *dir, int trial)
 {
 	static const unsigned char buf_zero[100];
@@ -316,7 +316,7 @@ static int crc_trial(const char *dir, int trial)
 	uint64_t seg = next() % 3 ? 4096 * (1 + next() % 40) : 0, crc[3], total = 0;
 	unsigned char *all, *data[3];
 	struct lfile lf = {0};
-	struct red_crc t;
+	struct crc_parts t;
 	int order[400];
 
 	CHECK(!lfile_alloc(&lf, n), "lfile_alloc");
@@ -336,7 +336,7 @@ static int crc_trial(const char *dir, int trial)
 	all = malloc(total + 1);
 	for (int i = 0, at = 0; i < n; at += lf.size[i], i++)
 		memcpy(all + at, data[i], lf.size[i]);
-	CHECK(!red_crc_init(&t, &lf, seg), "red_crc_init");
+	CHECK(!crc_parts_init(&t, &lf, seg), "crc_parts_init");
 	CHECK(t.nseg <= 400, "%d segments", t.nseg);
 	for (int j = 0; j < t.nseg; j++)
 		order[j] = j;
@@ -356,25 +356,25 @@ static int crc_trial(const char *dir, int trial)
 			uint64_t end = lo + 1 + next() % 70000;
 
 			end = end < hi ? end : hi;
-			red_crc_feed(&t, &lf, lo, all + lo, end - lo);
+			crc_parts_feed(&t, &lf, lo, all + lo, end - lo);
 			/* Now and then a piece again, or one skipped: that part
 			 * is read back from the file. */
 			if (!(next() % 50))
-				red_crc_feed(&t, &lf, lo, all + lo, end - lo);
+				crc_parts_feed(&t, &lf, lo, all + lo, end - lo);
 			else if (!(next() % 50))
 				end += (hi - end) / 2;
 			lo = end;
 		}
 		/* Past the end: the logical zero padding, ignored. */
 		if (hi == total)
-			red_crc_feed(&t, &lf, total, buf_zero, sizeof(buf_zero));
+			crc_parts_feed(&t, &lf, total, buf_zero, sizeof(buf_zero));
 	}
-	CHECK(!red_crc_finish(&t, &lf, crc), "red_crc_finish");
+	CHECK(!crc_parts_finish(&t, &lf, crc), "crc_parts_finish");
 	for (int i = 0; i < n; i++)
 		CHECK(crc[i] == crc64_ecma_refl(0, data[i], lf.size[i]),
 		      "trial %d file %d of %d (size %llu, seg %llu): crc by parts differs", trial,
 		      i, n, (unsigned long long)lf.size[i], (unsigned long long)seg);
-	red_crc_free(&t);
+	crc_parts_free(&t);
 	for (int i = 0; i < n; i++)
 		free(data[i]);
 	free(all);
@@ -393,9 +393,9 @@ static int run_crc(void)
 	/* ISA-L's crc64_ecma_refl with seed 0 is CRC-64/XZ. */
 	CHECK(crc64_ecma_refl(0, check, 9) == 0x995dc9bbdf1939faull, "CRC-64/XZ check value");
 	for (size_t a = 0; a <= sizeof(buf); a += 1 + next() % 37)
-		CHECK(red_crc_join(crc64_ecma_refl(0, buf, a),
-				   crc64_ecma_refl(0, buf + a, 1000 - a),
-				   1000 - a) == crc64_ecma_refl(0, buf, 1000),
+		CHECK(crc64_combine(crc64_ecma_refl(0, buf, a),
+				    crc64_ecma_refl(0, buf + a, 1000 - a),
+				    1000 - a) == crc64_ecma_refl(0, buf, 1000),
 		      "join at %zu", a);
 	if (!mkdtemp(dir))
 		return 77;

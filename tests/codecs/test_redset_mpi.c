@@ -21,7 +21,7 @@
 
 #include "fault.h"
 #include "log.h"
-#include "redset.h"
+#include "redundancy.h"
 
 #define MAXF 3
 
@@ -179,47 +179,60 @@ static bool gone(int r, int n)
 	return (node >= 1 && node <= n) || (node == 0 && n >= 4);
 }
 
-static int rebuild(struct redset *rs, const struct files *f, char *err, size_t errlen)
+/* w with nothing said yet: each call's cause is its own (why.h keeps
+ * the first one said). */
+static struct why *fresh(struct why *w)
 {
-	err[0] = 0;
-	return redset_rebuild(rs, dir, f->red, have_mine(f), err, errlen);
+	why_clear(w);
+	return w;
 }
+
+static int rebuild(struct redundancy_set *rs, const struct files *f, struct why *w)
+{
+	return redundancy_rebuild(rs, dir, f->red, have_mine(f), w);
+}
+
+/* Whether the scheme under test writes redundancy files (single does not). */
+static bool writes_red = true;
 
 static void expect_intact(const struct files *f, const char *what)
 {
 	if (!have_mine(f))
 		FAIL("%s: files differ from the shadow copy", what);
-	if (!exists(f->red))
-		FAIL("%s: redundancy file %s missing", what, f->red);
+	if (writes_red != exists(f->red))
+		FAIL("%s: redundancy file %s %s", what, f->red, writes_red ? "missing" : "written");
 }
 
 /* One scheme: encode, lose `lose` nodes, rebuild; extras on request. */
 static void run_scheme(const char *scheme, int k, int lose, bool extras)
 {
-	struct redset_params prm = {.scheme = scheme, .set_size = 4, .rs_k = k, .replicas = k};
-	struct redset *rs = NULL;
+	struct redundancy_params prm = {
+	    .scheme = scheme_find(scheme), .set_size = 4, .rs_k = k, .replicas = k};
+	struct redundancy_set *rs = NULL;
 	struct files f;
-	char tag[32], err[512], what[64];
+	char tag[32], what[64];
+	struct why w = WHY_INIT;
 	int ret, domain;
 
 	snprintf(tag, sizeof(tag), "%s%d", scheme, k);
 	snprintf(what, sizeof(what), "%s k/R %d", scheme, k);
-	redset_domain(MPI_COMM_WORLD, "2", &domain, err, sizeof(err));
-	ret = redset_create(MPI_COMM_WORLD, domain, &prm, &rs, err, sizeof(err));
+	writes_red = strcmp(scheme, "single") != 0;
+	redundancy_domain(MPI_COMM_WORLD, "2", &domain, fresh(&w));
+	ret = redundancy_set_create(MPI_COMM_WORLD, domain, &prm, &rs, fresh(&w));
 	if (ret) {
-		FAIL("%s: create: %s", what, err);
+		FAIL("%s: create: %s", what, w.msg);
 		return;
 	}
 	make_files(&f, tag);
 	MPI_Barrier(MPI_COMM_WORLD);
-	ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
+	ret = redundancy_encode(rs, dir, f.names, f.n, f.red, fresh(&w));
 	if (ret)
-		FAIL("%s: encode %d: %s", what, ret, err);
+		FAIL("%s: encode %d: %s", what, ret, w.msg);
 
 	/* nothing lost: a no-op */
-	ret = rebuild(rs, &f, err, sizeof(err));
+	ret = rebuild(rs, &f, fresh(&w));
 	if (ret)
-		FAIL("%s: rebuild with nothing lost: %d %s", what, ret, err);
+		FAIL("%s: rebuild with nothing lost: %d %s", what, ret, w.msg);
 
 	/* lose nodes 1..lose */
 	if (lose > 0) {
@@ -227,9 +240,9 @@ static void run_scheme(const char *scheme, int k, int lose, bool extras)
 		if (node_of(rank) >= 1 && node_of(rank) <= lose)
 			delete_mine(&f);
 		MPI_Barrier(MPI_COMM_WORLD);
-		ret = rebuild(rs, &f, err, sizeof(err));
+		ret = rebuild(rs, &f, fresh(&w));
 		if (ret)
-			FAIL("%s: rebuild of %d node(s): %d %s", what, lose, ret, err);
+			FAIL("%s: rebuild of %d node(s): %d %s", what, lose, ret, w.msg);
 		expect_intact(&f, what);
 		if (!rank)
 			printf("ok %-8s k/R %d: encode, lose %d node(s), rebuild, compare\n", scheme,
@@ -247,10 +260,9 @@ static void run_scheme(const char *scheme, int k, int lose, bool extras)
 		if (rank == 4)
 			flip_byte(f.red, 4096 + 16);
 		MPI_Barrier(MPI_COMM_WORLD);
-		err[0] = 0;
-		ret = redset_rebuild(rs, dir, f.red, true, err, sizeof(err));
+		ret = redundancy_rebuild(rs, dir, f.red, true, fresh(&w));
 		if (ret)
-			FAIL("%s: rebuild of corrupted bytes: %d %s", what, ret, err);
+			FAIL("%s: rebuild of corrupted bytes: %d %s", what, ret, w.msg);
 		expect_intact(&f, "corrupted byte");
 
 		/* files of rank 2 and the redundancy file of rank 6, both in
@@ -270,24 +282,24 @@ static void run_scheme(const char *scheme, int k, int lose, bool extras)
 			unlink(path);
 		}
 		MPI_Barrier(MPI_COMM_WORLD);
-		ret = rebuild(rs, &f, err, sizeof(err));
+		ret = rebuild(rs, &f, fresh(&w));
 		/* set 1 (odd ranks) lost nothing */
 		if ((k >= 2 || rank % 2) && ret)
-			FAIL("%s: files of 2 + redundancy file of 6: %d %s", what, ret, err);
+			FAIL("%s: files of 2 + redundancy file of 6: %d %s", what, ret, w.msg);
 		if (k < 2 && rank % 2 == 0 && ret != -EUCLEAN)
 			FAIL("%s: files of 2 + redundancy file of 6 want -EUCLEAN, got %d", what,
 			     ret);
 		if (k < 2 && rank == 0)
-			printf("   (lost files of 2 + redundancy file of 6: %s)\n", err);
+			printf("   (lost files of 2 + redundancy file of 6: %s)\n", w.msg);
 		if (k < 2) {
 			/* put the files back and encode again */
 			if (rank == 2)
 				for (int i = 0; i < f.n; i++)
 					write_file(f.name[i], f.data[i], f.size[i]);
 			MPI_Barrier(MPI_COMM_WORLD);
-			ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
+			ret = redundancy_encode(rs, dir, f.names, f.n, f.red, fresh(&w));
 			if (ret)
-				FAIL("%s: re-encode: %d %s", what, ret, err);
+				FAIL("%s: re-encode: %d %s", what, ret, w.msg);
 		} else {
 			expect_intact(&f, "files + redundancy file");
 		}
@@ -318,9 +330,9 @@ static void run_scheme(const char *scheme, int k, int lose, bool extras)
 		if (rank == 5 && !stat(path, &st))
 			flip_byte(f.red, st.st_size - 100);
 		MPI_Barrier(MPI_COMM_WORLD);
-		ret = redset_rebuild(rs, dir, f.red, node_of(rank) != 1, err, sizeof(err));
+		ret = redundancy_rebuild(rs, dir, f.red, node_of(rank) != 1, fresh(&w));
 		if (ret)
-			FAIL("%s: lost node + damaged sources: %d %s", what, ret, err);
+			FAIL("%s: lost node + damaged sources: %d %s", what, ret, w.msg);
 		expect_intact(&f, "lost node + damaged sources");
 		if (!rank)
 			printf("ok %-8s k/R %d: lost node + unnoticed damage in a file and in "
@@ -333,20 +345,20 @@ static void run_scheme(const char *scheme, int k, int lose, bool extras)
 	if (gone(rank, lose + 1))
 		delete_mine(&f);
 	MPI_Barrier(MPI_COMM_WORLD);
-	ret = rebuild(rs, &f, err, sizeof(err));
+	ret = rebuild(rs, &f, fresh(&w));
 	if (ret != -EUCLEAN)
-		FAIL("%s: %d node(s) lost: want -EUCLEAN, got %d (%s)", what, lose + 1, ret, err);
-	if (!strstr(err, "lost ranks") || !strstr(err, "tolerates"))
-		FAIL("%s: message '%s'", what, err);
+		FAIL("%s: %d node(s) lost: want -EUCLEAN, got %d (%s)", what, lose + 1, ret, w.msg);
+	if (!strstr(w.msg, "lost ranks") || !strstr(w.msg, "tolerates"))
+		FAIL("%s: message '%s'", what, w.msg);
 	if (!gone(rank, lose + 1))
 		expect_intact(&f, "beyond tolerance");
 	if (rank == 1)
 		printf("ok %-8s k/R %d: %d node(s) lost -> -EUCLEAN: %s\n", scheme, k, lose + 1,
-		       err);
+		       w.msg);
 	fflush(stdout);
 	MPI_Barrier(MPI_COMM_WORLD);
 	free_files(&f);
-	redset_free(rs);
+	redundancy_set_free(rs);
 }
 
 static unsigned char *slurp(const char *name, size_t *len)
@@ -379,18 +391,21 @@ static unsigned char *slurp(const char *name, size_t *len)
  * back, encode and rebuild work again. */
 static void run_truncated(const char *scheme, int k)
 {
-	struct redset_params prm = {.scheme = scheme, .set_size = 4, .rs_k = k, .replicas = k};
-	struct redset *rs = NULL;
+	struct redundancy_params prm = {
+	    .scheme = scheme_find(scheme), .set_size = 4, .rs_k = k, .replicas = k};
+	struct redundancy_set *rs = NULL;
 	struct files f;
 	unsigned char *before, *after;
 	size_t blen = 0, alen = 0;
 	char tag[32], err[512] = "", tmp[80];
+	struct why w = WHY_INIT;
 	int ret, domain;
 
 	snprintf(tag, sizeof(tag), "trunc%s%d", scheme, k);
-	redset_domain(MPI_COMM_WORLD, "2", &domain, err, sizeof(err));
-	if (redset_create(MPI_COMM_WORLD, domain, &prm, &rs, err, sizeof(err))) {
-		FAIL("%s: create: %s", tag, err);
+	writes_red = true;
+	redundancy_domain(MPI_COMM_WORLD, "2", &domain, fresh(&w));
+	if (redundancy_set_create(MPI_COMM_WORLD, domain, &prm, &rs, fresh(&w))) {
+		FAIL("%s: create: %s", tag, w.msg);
 		return;
 	}
 	/* One file each, rank 2's the largest (3 MiB): chunks that lie
@@ -404,22 +419,21 @@ static void run_truncated(const char *scheme, int k)
 		f.data[0][j] = (unsigned char)next();
 	write_file(f.name[0], f.data[0], f.size[0]);
 	snprintf(f.red, sizeof(f.red), "%s.r%d.red", tag, rank);
-	ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
+	ret = redundancy_encode(rs, dir, f.names, f.n, f.red, fresh(&w));
 	if (ret)
-		FAIL("%s: first encode: %s", tag, err);
+		FAIL("%s: first encode: %s", tag, w.msg);
 	before = slurp(f.red, &blen);
 
 	stasis_log_rank = rank;
 	fault_set_checkpoint(7);
 	if (fault_configure("truncate-encode:7@2", err, sizeof(err)))
 		FAIL("%s: %s", tag, err);
-	err[0] = 0;
-	ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
+	ret = redundancy_encode(rs, dir, f.names, f.n, f.red, fresh(&w));
 	fault_configure("", NULL, 0);
-	if (rank % 2 == 0 && (ret == 0 || !strstr(err, rank == 2 ? "shrank" : "on rank 2")))
-		FAIL("%s: encode of a truncated file: %d '%s'", tag, ret, err);
+	if (rank % 2 == 0 && (ret == 0 || !strstr(w.msg, rank == 2 ? "shrank" : "on rank 2")))
+		FAIL("%s: encode of a truncated file: %d '%s'", tag, ret, w.msg);
 	if (rank % 2 && ret)
-		FAIL("%s: set 1 lost nothing: %d '%s'", tag, ret, err);
+		FAIL("%s: set 1 lost nothing: %d '%s'", tag, ret, w.msg);
 	after = slurp(f.red, &alen);
 	if (rank % 2 == 0 && (!before || !after || alen != blen || memcmp(before, after, blen)))
 		FAIL("%s: the previous redundancy file changed", tag);
@@ -427,45 +441,46 @@ static void run_truncated(const char *scheme, int k)
 	if (exists(tmp))
 		FAIL("%s: %s left behind", tag, tmp);
 	if (rank == 2)
-		printf("ok %-8s k %d: a file truncated during the encode: %s\n", scheme, k, err);
+		printf("ok %-8s k %d: a file truncated during the encode: %s\n", scheme, k, w.msg);
 	fflush(stdout);
 
 	if (rank == 2)
 		write_file(f.name[0], f.data[0], f.size[0]);
 	MPI_Barrier(MPI_COMM_WORLD);
-	ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
+	ret = redundancy_encode(rs, dir, f.names, f.n, f.red, fresh(&w));
 	if (ret)
-		FAIL("%s: encode with the file put back: %s", tag, err);
+		FAIL("%s: encode with the file put back: %s", tag, w.msg);
 	if (node_of(rank) == 1)
 		delete_mine(&f);
 	MPI_Barrier(MPI_COMM_WORLD);
-	ret = rebuild(rs, &f, err, sizeof(err));
+	ret = rebuild(rs, &f, fresh(&w));
 	if (ret)
-		FAIL("%s: rebuild after it: %s", tag, err);
+		FAIL("%s: rebuild after it: %s", tag, w.msg);
 	expect_intact(&f, tag);
 	free(before);
 	free(after);
 	free_files(&f);
-	redset_free(rs);
+	redundancy_set_free(rs);
 }
 
 static void expect_create_error(const char *spec, const char *scheme, int set_size, int k,
 				const char *want)
 {
-	struct redset_params prm = {.scheme = scheme, .set_size = set_size, .rs_k = k, .replicas = k};
-	struct redset *rs = NULL;
-	char err[512] = "";
+	struct redundancy_params prm = {
+	    .scheme = scheme_find(scheme), .set_size = set_size, .rs_k = k, .replicas = k};
+	struct redundancy_set *rs = NULL;
+	struct why w = WHY_INIT;
 	int domain = 0, ret;
 
-	ret = redset_domain(MPI_COMM_WORLD, spec, &domain, err, sizeof(err));
+	ret = redundancy_domain(MPI_COMM_WORLD, spec, &domain, fresh(&w));
 	if (!ret)
-		ret = redset_create(MPI_COMM_WORLD, domain, &prm, &rs, err, sizeof(err));
-	if (ret != -EINVAL || !strstr(err, want))
+		ret = redundancy_set_create(MPI_COMM_WORLD, domain, &prm, &rs, fresh(&w));
+	if (ret != -EINVAL || !strstr(w.msg, want))
 		FAIL("'%s' %s set %d k %d: got %d '%s', want -EINVAL '%s'", spec, scheme, set_size,
-		     k, ret, err, want);
+		     k, ret, w.msg, want);
 	else if (!rank)
-		printf("ok error: %s\n", err);
-	redset_free(rs);
+		printf("ok error: %s\n", w.msg);
+	redundancy_set_free(rs);
 }
 
 int main(int argc, char **argv)
@@ -517,7 +532,8 @@ int main(int argc, char **argv)
 	expect_create_error("1", "rs", 4, 4, "at least 5 ranks");
 	expect_create_error("1", "partner", 4, 4, "STASIS_PARTNER_REPLICAS");
 	expect_create_error("1", "xor", 1, 1, "at least 2 ranks");
-	expect_create_error("1", "raid6", 4, 1, "unknown redundancy scheme");
+	expect_create_error("1", "raid6", 4, 1,
+			    "no redundancy scheme (one of single, partner, xor, rs)");
 
 	MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
 	if (!rank && !total) {

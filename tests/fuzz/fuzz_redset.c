@@ -1,7 +1,7 @@
-/* libFuzzer target: the redundancy-file parser (redundancy/redset_file.c,
- * red_load and the member records' red_meta_parse) on any file. The set it
+/* libFuzzer target: the redundancy-file parser (redundancy/file_format.c,
+ * file_load and the member records' meta_parse) on any file. The set it
  * is read for (scheme, size, member, parameter) is taken from the file's
- * own header when the codec accepts it, so that the geometry checks can
+ * own header when the scheme accepts it, so that the geometry checks can
  * pass. Flags (first input byte): 1 recompute each payload section's crc,
  * 2 the meta crc, 4 the header crc. See fuzz.h. */
 #include <stddef.h>
@@ -9,67 +9,64 @@
 #include <isa-l/crc64.h>
 
 #include "fuzz.h"
-#include "redset_int.h"
+#include "internal.h"
 
-static const struct codec_ops *const codecs[] = {&codec_single_ops, &codec_partner_ops,
-						 &codec_xor_ops, &codec_rs_ops};
 static char path[512];
-static int world[RED_MAX_SET];
+static int world[MAX_SET];
 
 /* A set for scheme ops of p members, param k, seen from member me. */
-static int make_set(struct redset *rs, const struct codec_ops *ops, int p, int me, uint32_t k)
+static int make_set(struct set_geometry *g, const struct scheme_ops *ops, int p, int me, uint32_t k)
 {
-	struct redset_params prm = {ops->name, p, (int)k, (int)k};
-	char err[256];
+	struct redundancy_params prm = {ops, p, (int)k, (int)k};
 	int param;
 
-	if (p < 1 || p > 16 || me < 0 || me >= p || k > RED_MAX_SET ||
-	    ops->check(&prm, p, &param, err, sizeof(err)))
+	if (p < 1 || p > 16 || me < 0 || me >= p || k > MAX_SET ||
+	    ops->check(&prm, p, &param, NULL))
 		return -1;
-	*rs = (struct redset){.ops = ops, .p = p, .me = me, .param = param, .world = world};
+	*g = (struct set_geometry){.ops = ops, .p = p, .me = me, .param = param, .world = world};
 	return 0;
 }
 
-/* A valid redundancy file of member me of a set, made by red_finish. */
-static void write_file(const struct codec_ops *ops, int p, int me, int k, const char *seeds,
+/* A valid redundancy file of member me of a set, made by file_finish. */
+static void write_file(const struct scheme_ops *ops, int p, int me, int k, const char *seeds,
 		       const char *name)
 {
 	static const char *const names[] = {"ckpt-3.r0.img"};
-	struct redset rs;
+	struct set_geometry g;
 	struct set_meta m = {0};
-	struct red_section sec[RED_MAX_SET];
-	size_t len[RED_MAX_SET], at = 0;
-	void *rec[RED_MAX_SET];
+	struct payload_section sec[MAX_SET];
+	size_t len[MAX_SET], at = 0;
+	void *rec[MAX_SET];
 	uint64_t crc = 0x1234;
 	int nsec, fd;
 
-	if (make_set(&rs, ops, p, me, k))
+	if (make_set(&g, ops, p, me, k))
 		fuzz_die("make_set");
 	for (int x = 0; x < p; x++) {
 		struct lfile lf = {0};
 
 		lfile_alloc(&lf, 1);
 		lf.size[0] = lf.total = 4096 * (x + 1) + 100;
-		rs.me = x;
-		rec[x] = red_build_record(&rs, names, 1, &lf, &crc, &len[x]);
+		g.me = x;
+		rec[x] = record_build(&g, names, 1, &lf, &crc, &len[x]);
 		m.blob_len += len[x];
 		lfile_close(&lf);
 	}
-	rs.me = me;
+	g.me = me;
 	m.blob = malloc(m.blob_len);
 	for (int x = 0; x < p; x++) {
 		memcpy((char *)m.blob + at, rec[x], len[x]);
 		at += len[x];
 		free(rec[x]);
 	}
-	if (red_meta_parse(&m, p))
-		fuzz_die("red_meta_parse");
+	if (meta_parse(&m, p))
+		fuzz_die("meta_parse");
 	for (int x = 0; x < p; x++)
 		if (m.m[x].logical > m.max_logical)
 			m.max_logical = m.m[x].logical;
-	m.chunk = ops->chunk(&rs, m.max_logical);
-	nsec = ops->nsections(&rs);
-	if (red_create(path, &fd, red_layout(&rs, &m, me, sec, nsec)))
+	m.chunk = ops->chunk(&g, m.max_logical);
+	nsec = ops->nsections(&g);
+	if (file_create(path, &fd, file_layout(&g, &m, me, sec, nsec)))
 		fuzz_die(path);
 	for (int i = 0; i < nsec; i++) {
 		unsigned char *b = malloc(sec[i].size + 1);
@@ -81,10 +78,10 @@ static void write_file(const struct codec_ops *ops, int p, int me, int k, const 
 		sec[i].crc = crc64_ecma_refl(0, b, sec[i].size);
 		free(b);
 	}
-	if (red_finish(&rs, &m, fd, sec, nsec))
-		fuzz_die("red_finish");
+	if (file_finish(&g, &m, fd, sec, nsec))
+		fuzz_die("file_finish");
 	close(fd);
-	red_meta_free(&m);
+	meta_free(&m);
 	fuzz_seed(seeds, name, 0, path);
 }
 
@@ -96,13 +93,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argv;
 	fuzz_scratch();
 	snprintf(path, sizeof(path), "%s/ckpt-3.r0.red", fuzz_dir);
-	for (int x = 0; x < RED_MAX_SET; x++)
+	for (int x = 0; x < MAX_SET; x++)
 		world[x] = x;
 	if (seeds) {
-		write_file(&codec_single_ops, 2, 1, 0, seeds, "single");
-		write_file(&codec_partner_ops, 3, 0, 1, seeds, "partner");
-		write_file(&codec_xor_ops, 4, 2, 1, seeds, "xor");
-		write_file(&codec_rs_ops, 5, 3, 2, seeds, "rs");
+		write_file(&scheme_single, 2, 1, 0, seeds, "single");
+		write_file(&scheme_partner, 3, 0, 1, seeds, "partner");
+		write_file(&scheme_xor, 4, 2, 1, seeds, "xor");
+		write_file(&scheme_rs, 5, 3, 2, seeds, "rs");
 		exit(0);
 	}
 	return 0;
@@ -111,10 +108,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 /* Recompute the checksums the flags ask for, inside the bytes there are. */
 static void fix(uint8_t flags, uint8_t *f, size_t len, int nsec)
 {
-	struct red_header h;
+	struct file_header h;
 	uint64_t mo, mb, rb;
 
-	if (len < RED_HEADER_BYTES)
+	if (len < HEADER_BYTES)
 		return;
 	memcpy(&h, f, sizeof(h));
 	mo = h.meta_offset;
@@ -122,9 +119,9 @@ static void fix(uint8_t flags, uint8_t *f, size_t len, int nsec)
 	rb = h.records_bytes;
 	if (mo <= len && mb <= len - mo) {
 		if ((flags & 1) && rb <= mb &&
-		    (uint64_t)nsec * sizeof(struct red_section) <= mb - rb) {
+		    (uint64_t)nsec * sizeof(struct payload_section) <= mb - rb) {
 			for (int i = 0; i < nsec; i++) {
-				struct red_section s;
+				struct payload_section s;
 				uint8_t *at = f + mo + rb + i * sizeof(s);
 
 				memcpy(&s, at, sizeof(s));
@@ -146,11 +143,11 @@ static void fix(uint8_t flags, uint8_t *f, size_t len, int nsec)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	const struct codec_ops *ops = &codec_xor_ops;
-	struct red_header h = {{0}};
-	struct redset rs;
+	const struct scheme_ops *ops = &scheme_xor;
+	struct file_header h = {{0}};
+	struct set_geometry g;
 	struct set_meta m = {0};
-	struct red_section *sec = NULL;
+	struct payload_section *sec = NULL;
 	uint8_t *f;
 	int fd = -1;
 
@@ -158,20 +155,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (size > sizeof(h))
 		memcpy(&h, data + 1, sizeof(h));
-	for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++)
-		if (codecs[i]->id == h.scheme)
-			ops = codecs[i];
-	if (make_set(&rs, ops, (int)h.set_size, (int)h.set_index, h.param) &&
-	    make_set(&rs, &codec_xor_ops, 4, 0, 1))
+	if (scheme_by_id(h.scheme))
+		ops = scheme_by_id(h.scheme);
+	if (make_set(&g, ops, (int)h.set_size, (int)h.set_index, h.param) &&
+	    make_set(&g, &scheme_xor, 4, 0, 1))
 		abort();
 	f = malloc(size);
 	memcpy(f, data + 1, size - 1);
-	fix(data[0], f, size - 1, rs.ops->nsections(&rs));
+	fix(data[0], f, size - 1, g.ops->nsections(&g));
 	fuzz_put(path, f, size - 1);
 	free(f);
-	if (red_load(&rs, path, &m, &sec, &fd, true) == 0) {
+	if (file_load(&g, path, &m, &sec, &fd, true) == 0) {
 		close(fd);
-		red_meta_free(&m);
+		meta_free(&m);
 		free(sec);
 	}
 	return 0;

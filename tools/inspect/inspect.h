@@ -1,5 +1,5 @@
 /* stasis-inspect: what is on disk, read through the format's own readers
- * (format/format.h, image.h, store.h, redundancy/redset.h). Nothing is written:
+ * (format.h, image.h, store.h, redundancy_read.h). Nothing is written:
  * --verify is a dry run of what a restart would check and rebuild. */
 #ifndef STASIS_INSPECT_H
 #define STASIS_INSPECT_H
@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "format.h"
-#include "redset.h"
+#include "redundancy_read.h"
 
 enum file_state { FILE_ABSENT, FILE_OK, FILE_BAD };
 
@@ -24,7 +24,7 @@ struct rank_files {
 	enum file_state image, redundancy;
 	char *image_err, *red_err;
 	bool in_set; /* some valid redundancy file names this rank's set */
-	struct redset_info red_info; /* when redundancy == FILE_OK */
+	struct redundancy_info red_info; /* when redundancy == FILE_OK */
 };
 
 /* A redundancy set of one checkpoint, as its members' files describe it. */

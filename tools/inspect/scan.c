@@ -296,15 +296,15 @@ void inspect_read(struct inspect *in)
 		/* The scheme, from the newest redundancy file that reads whole. */
 		for (int k = j->nck - 1; k >= 0 && !j->flush && !strcmp(j->scheme, "single"); k--)
 			for (int r = 0; r < j->ck[k].cap; r++) {
-				struct redset_info info;
+				struct redundancy_info info;
 
 				if (!j->ck[k].r[r].red ||
-				    redset_info_read(j->ck[k].r[r].red, &info, NULL, 0))
+				    redundancy_info_read(j->ck[k].r[r].red, &info, NULL))
 					continue;
 				j->scheme = info.scheme;
 				j->set_size = info.p;
 				j->tolerance = info.tolerance;
-				redset_info_free(&info);
+				redundancy_info_free(&info);
 				break;
 			}
 	}

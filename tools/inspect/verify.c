@@ -1,5 +1,5 @@
 /* stasis-inspect --verify: every checksum of every file, and per
- * redundancy set what a restart would decide (redset_rebuild's rules: a
+ * redundancy set what a restart would decide (redundancy_rebuild's rules: a
  * member whose image is missing, damaged or not the one its set recorded
  * has lost its data; a member whose redundancy file does not check has lost
  * that), as a dry run: nothing is written. */
@@ -42,23 +42,23 @@ static void check_image(struct ckpt *c, int rank)
 static void check_redundancy(struct ckpt *c, int rank)
 {
 	struct rank_files *rf = &c->r[rank];
-	char err[1024] = "";
+	struct why why = WHY_INIT;
 
 	if (!rf->red) {
 		rf->redundancy = FILE_ABSENT;
 		return;
 	}
-	if (redset_info_read(rf->red, &rf->red_info, err, sizeof(err))) {
+	if (redundancy_info_read(rf->red, &rf->red_info, &why)) {
 		rf->redundancy = FILE_BAD;
-		rf->red_err = strdup(err);
+		rf->red_err = strdup(why.msg);
 		return;
 	}
 	rf->redundancy = FILE_OK;
 }
 
 /* The member's image is the one its set recorded (size and crc64 of the
- * whole file), as redset_rebuild's verify_mine requires of a source. */
-static bool matches_record(const struct rank_files *rf, const struct redset_info *info, int x)
+ * whole file), as redundancy_rebuild's check_mine() requires of a source. */
+static bool matches_record(const struct rank_files *rf, const struct redundancy_info *info, int x)
 {
 	uint64_t crc;
 
@@ -71,7 +71,7 @@ static bool matches_record(const struct rank_files *rf, const struct redset_info
 static void judge_sets(struct ckpt *c)
 {
 	for (int r = 0; r < c->nranks; r++) {
-		const struct redset_info *info = &c->r[r].red_info;
+		const struct redundancy_info *info = &c->r[r].red_info;
 		struct set_verdict *v = NULL;
 
 		if (c->r[r].redundancy != FILE_OK)
@@ -104,7 +104,7 @@ static void judge_sets(struct ckpt *c)
 			if (m)
 				c->r[w].in_set = true;
 		}
-		v->feasible = redset_info_feasible(info, v->data_lost, v->red_lost);
+		v->feasible = redundancy_info_feasible(info, v->data_lost, v->red_lost);
 	}
 }
 

@@ -1,10 +1,10 @@
-/* The codecs' data path (DESIGN.md section 11): buffers allocated and
+/* The schemes' data path (DESIGN.md section 11): buffers allocated and
  * populated once and kept for the life of the process, the data of a
  * member's files passing through them (read with pread, its crc64 noted
  * while in cache), and one io_uring for the writes.
  *
  * Nothing is mapped: reading a file through mmap faults on every page
- * (13-22 us each on the VMs of issue 10) and gives SIGBUS when the file
+ * (13-22 us each on the 2-core test VMs) and gives SIGBUS when the file
  * is truncated meanwhile, where pread gives a short read and an error.
  * Reads use pread rather than io_uring: on tmpfs (Linux 6.18) io_uring
  * cannot read without blocking and hands every read to a worker thread,
@@ -12,7 +12,7 @@
  * buffered, never O_DIRECT: io_uring's worker takes the writes to one file
  * one at a time (they are hashed by inode), and with O_DIRECT each piece
  * then waited on the device in turn; on the shared disk of a 2-core VM the
- * codec test took 17-198 s instead of 3.5 s. Buffered, the pieces land in
+ * redundancy test took 17-198 s instead of 3.5 s. Buffered, the pieces land in
  * the page cache and the fsync that ends the file writes them together.
  *
  * One encode or rebuild runs at a time in a process (they are collective
@@ -29,7 +29,7 @@
 
 #define LOG_PREFIX "redset: "
 #include "log.h"
-#include "redset_int.h"
+#include "internal.h"
 
 #define HUGE_BYTES (2u << 20)
 #define QUEUE_DEPTH 64
@@ -39,9 +39,9 @@
 static struct {
 	unsigned char *base;
 	size_t size;
-} kept[RED_BUF_USES];
+} kept[KEPT_USES];
 
-unsigned char *red_buf(enum red_buf_use use, size_t bytes)
+unsigned char *kept_buf(enum kept_use use, size_t bytes)
 {
 	size_t size = bytes >= HUGE_BYTES ? (bytes + HUGE_BYTES - 1) & ~(size_t)(HUGE_BYTES - 1)
 					  : (bytes + 4095) & ~(size_t)4095;
@@ -69,19 +69,19 @@ unsigned char *red_buf(enum red_buf_use use, size_t bytes)
 
 /* ---- a member's data passing through ---- */
 
-int red_data_read(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len)
+int io_read_data(struct scheme_io *io, uint64_t lo, unsigned char *buf, size_t len)
 {
 	int ret = lfile_read(&io->lf, lo, buf, len);
 
 	if (!ret && io->crc)
-		red_crc_feed(io->crc, &io->lf, lo, buf, len);
+		crc_parts_feed(io->crc, &io->lf, lo, buf, len);
 	return ret;
 }
 
-int red_sec_read(struct codec_io *io, int i, uint64_t off, unsigned char *buf, size_t len)
+int io_read_section(struct scheme_io *io, int i, uint64_t off, unsigned char *buf, size_t len)
 {
 	int ret = full_pread(io->red_fd, buf, len, io->sec[i].offset + off);
-	struct red_section *seen = io->sec_seen ? &io->sec_seen[i] : NULL;
+	struct payload_section *seen = io->sec_seen ? &io->sec_seen[i] : NULL;
 
 	/* In order from the start, or not at all (checked by a pass). */
 	if (!ret && seen && seen->size == off) {
@@ -93,7 +93,7 @@ int red_sec_read(struct codec_io *io, int i, uint64_t off, unsigned char *buf, s
 	return ret;
 }
 
-void red_data_note(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len)
+void io_note_data(struct scheme_io *io, uint64_t lo, unsigned char *buf, size_t len)
 {
 	/* The corrupt-rebuild fault point: one byte of the decoded data
 	 * wrong, as a broken decode would leave it; the crc64 check of the
@@ -101,17 +101,16 @@ void red_data_note(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t 
 	if (io->corrupt_at >= lo && io->corrupt_at - lo < len)
 		buf[io->corrupt_at - lo] ^= 0xff;
 	if (io->crc)
-		red_crc_feed(io->crc, &io->lf, lo, buf, len);
+		crc_parts_feed(io->crc, &io->lf, lo, buf, len);
 }
 
-int red_data_write(struct codec_io *io, uint64_t lo, unsigned char *buf, size_t len)
+int io_write_data(struct scheme_io *io, uint64_t lo, unsigned char *buf, size_t len)
 {
-	red_data_note(io, lo, buf, len);
+	io_note_data(io, lo, buf, len);
 	return lfile_write(&io->lf, lo, buf, len);
 }
 
-bool red_data_place(const struct lfile *lf, uint64_t lo, size_t len, int *fd, uint64_t *off,
-		    size_t *n)
+bool lfile_place(const struct lfile *lf, uint64_t lo, size_t len, int *fd, uint64_t *off, size_t *n)
 {
 	uint64_t start = 0;
 
@@ -159,7 +158,7 @@ static bool ring_ready(void)
 	return ring_state == 1;
 }
 
-static int submit(struct red_write *w)
+static int submit(struct ring_write *w)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
 	int ret;
@@ -177,7 +176,7 @@ static int submit(struct red_write *w)
 	return 0;
 }
 
-int red_write_start(struct red_write *w)
+int ring_write_start(struct ring_write *w)
 {
 	w->res = 0;
 	if (ring_ready() && inflight < QUEUE_DEPTH && !submit(w))
@@ -186,18 +185,18 @@ int red_write_start(struct red_write *w)
 	return 1;
 }
 
-unsigned red_write_inflight(void)
+unsigned ring_write_inflight(void)
 {
 	return ring_state == 1 && ring_pid == getpid() ? inflight : 0;
 }
 
-struct red_write *red_write_reap(bool wait)
+struct ring_write *ring_write_reap(bool wait)
 {
 	struct io_uring_cqe *cqe;
-	struct red_write *w;
+	struct ring_write *w;
 	int ret;
 
-	while (red_write_inflight()) {
+	while (ring_write_inflight()) {
 		ret = wait ? io_uring_wait_cqe(&ring, &cqe) : io_uring_peek_cqe(&ring, &cqe);
 		if (ret == -EINTR)
 			continue;

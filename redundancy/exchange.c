@@ -1,14 +1,15 @@
-/* The stripe engine over MPI: runs the plans of stripe.c for xor and rs,
- * for encoding (every checksum position "erased") and rebuilding alike.
+/* The stripe engine over MPI: runs the plans of stripe_plan.c for xor and rs,
+ * for encoding (every checksum position "erased") and rebuilding alike;
+ * scheme_exchange(), at the end, sends each scheme its way.
  *
  * Per stripe, one of its contributors (the last in codeword order) gathers:
  * the other contributors send it their piece of the stripe, it combines
  * them with its own in one kernel call (xor_gen over all sources, or
  * ec_encode_data with the plan's coefficients) and sends each resulting
  * row to the member whose position it is. Every piece so takes two hops
- * whatever the set size, where the chain of redset's reduce-scatter took
+ * whatever the set size, where the reduce-scatter chain of LLNL's redset took
  * p - k, each of which may wait for a scheduling slot when ranks share
- * cores (issue 10: 8 ranks on 2 cores); a piece of rs travels as one row
+ * cores (8 ranks on 2 cores on the test VMs); a piece of rs travels as one row
  * to the gatherer where a chain carried k rows at every link; and the
  * sources are combined in one pass over memory instead of one per link.
  * With no loss the gatherer of stripe s is member s - 1, so that every
@@ -24,7 +25,7 @@
  * deadlock.
  *
  * Source data is read with pread into buffers kept warm for the process
- * (red_io.c), one piece at a time, its crc64 noted there while in cache;
+ * (io.c), one piece at a time, its crc64 noted there while in cache;
  * rows go out through io_uring from the slot that holds them. */
 #include <errno.h>
 #include <stddef.h>
@@ -38,7 +39,7 @@
 
 #define LOG_PREFIX "redset: "
 #include "log.h"
-#include "redset_int.h"
+#include "internal_mpi.h"
 
 #define DEPTH 2		     /* pieces in flight per task */
 #define POLITE_MAX_NS 200000 /* longest sleep between polls when oversubscribed */
@@ -48,9 +49,9 @@ enum { SLOT_FREE, SLOT_RECV, SLOT_READY, SLOT_SEND, SLOT_WRITE };
 
 struct slot {
 	int state;
-	int pending;	    /* receives outstanding */
-	unsigned char *buf; /* sender, sink: a piece; gatherer: ncontrib sources, nerased rows */
-	struct red_write w; /* SLOT_WRITE: buf going to the redundancy file */
+	int pending;	     /* receives outstanding */
+	unsigned char *buf;  /* sender, sink: a piece; gatherer: ncontrib sources, nerased rows */
+	struct ring_write w; /* SLOT_WRITE: buf going to the redundancy file */
 };
 
 struct task {
@@ -68,25 +69,14 @@ struct task {
 };
 
 struct engine {
-	struct redset *rs;
-	struct codec_io *io;
+	struct redundancy_set *rs;
+	struct scheme_io *io;
 	const struct stripe_kernel *kern;
 	int k, d;
 	size_t piece;
 	uint64_t npieces;
 	bool polite;
 };
-
-static void keep_err(struct codec_io *io, int ret)
-{
-	if (ret && !io->err)
-		io->err = ret;
-}
-
-static int mpi_ret(int rc)
-{
-	return rc == MPI_SUCCESS ? 0 : -EIO;
-}
 
 static int piece_len(const struct engine *e, uint64_t j)
 {
@@ -95,9 +85,9 @@ static int piece_len(const struct engine *e, uint64_t j)
 	return (int)(c - off < e->piece ? c - off : e->piece);
 }
 
-static int gatherer_of(const struct redset *rs, int k, int s, const struct stripe_plan *pl)
+static int gatherer_of(const struct redundancy_set *rs, int k, int s, const struct stripe_plan *pl)
 {
-	return stripe_member(rs->p, k, s, pl->contrib[pl->ncontrib - 1]);
+	return stripe_member(rs->g.p, k, s, pl->contrib[pl->ncontrib - 1]);
 }
 
 /* len bytes at off of this member's position pos (a chunk of its files,
@@ -106,15 +96,15 @@ static int gatherer_of(const struct redset *rs, int k, int s, const struct strip
  * everybody is done. */
 static void read_pos(struct engine *e, int pos, uint64_t off, unsigned char *buf, int len)
 {
-	struct codec_io *io = e->io;
+	struct scheme_io *io = e->io;
 	int ret;
 
 	if (pos < e->d)
-		ret = red_data_read(io, (uint64_t)pos * io->meta->chunk + off, buf, len);
+		ret = io_read_data(io, (uint64_t)pos * io->meta->chunk + off, buf, len);
 	else
-		ret = red_sec_read(io, pos - e->d, off, buf, len);
+		ret = io_read_section(io, pos - e->d, off, buf, len);
 	if (ret) {
-		keep_err(io, ret);
+		io_keep_err(io, ret);
 		memset(buf, 0, len);
 	}
 }
@@ -125,31 +115,31 @@ static void read_pos(struct engine *e, int pos, uint64_t off, unsigned char *buf
  * redundancy file. A task's pieces come in order, so the crc64s chain. */
 static void write_pos(struct engine *e, struct slot *sl, int pos, uint64_t off, int len)
 {
-	struct codec_io *io = e->io;
-	struct red_section *sec;
+	struct scheme_io *io = e->io;
+	struct payload_section *sec;
 	uint64_t lo = (uint64_t)pos * io->meta->chunk + off, at;
 	size_t n;
 	int fd;
 
 	if (pos < e->d) {
-		red_data_note(io, lo, sl->buf, len);
-		if (!red_data_place(&io->lf, lo, len, &fd, &at, &n)) {
-			keep_err(io, lfile_write(&io->lf, lo, sl->buf, len));
+		io_note_data(io, lo, sl->buf, len);
+		if (!lfile_place(&io->lf, lo, len, &fd, &at, &n)) {
+			io_keep_err(io, lfile_write(&io->lf, lo, sl->buf, len));
 			n = 0;
 		}
-		sl->w = (struct red_write){.fd = fd, .buf = sl->buf, .len = n, .off = at};
+		sl->w = (struct ring_write){.fd = fd, .buf = sl->buf, .len = n, .off = at};
 	} else {
 		sec = &io->sec[pos - e->d];
 		sec->crc = crc64_ecma_refl(sec->crc, sl->buf, len);
-		sl->w = (struct red_write){
+		sl->w = (struct ring_write){
 		    .fd = io->red_fd, .buf = sl->buf, .len = len, .off = sec->offset + off};
 	}
 	sl->state = SLOT_FREE;
 	if (!sl->w.len)
 		return;
 	sl->state = SLOT_WRITE;
-	if (red_write_start(&sl->w)) {
-		keep_err(io, sl->w.res);
+	if (ring_write_start(&sl->w)) {
+		io_keep_err(io, sl->w.res);
 		sl->state = SLOT_FREE;
 	}
 }
@@ -157,13 +147,13 @@ static void write_pos(struct engine *e, struct slot *sl, int pos, uint64_t off, 
 /* Frees the slots whose writes finished; the number freed. */
 static int reap_writes(struct engine *e, bool wait)
 {
-	struct red_write *w;
+	struct ring_write *w;
 	int n = 0;
 
-	while ((w = red_write_reap(wait && !n))) {
+	while ((w = ring_write_reap(wait && !n))) {
 		struct slot *sl = (struct slot *)((char *)w - offsetof(struct slot, w));
 
-		keep_err(e->io, w->res);
+		io_keep_err(e->io, w->res);
 		sl->state = SLOT_FREE;
 		n++;
 	}
@@ -173,14 +163,14 @@ static int reap_writes(struct engine *e, bool wait)
 /* This member's part in each stripe with something to rebuild: it
  * gathers, contributes (sends to the gatherer), or owns an erased
  * position (sink). */
-static int make_tasks(const struct redset *rs, int k, const struct stripe_plan *plans,
+static int make_tasks(const struct redundancy_set *rs, int k, const struct stripe_plan *plans,
 		      struct task *tasks)
 {
-	int p = rs->p, n = 0;
+	int p = rs->g.p, n = 0;
 
 	for (int s = 0; s < p; s++) {
 		const struct stripe_plan *pl = &plans[s];
-		int pos = stripe_pos(p, k, s, rs->me), ci = -1, ei = -1;
+		int pos = stripe_pos(p, k, s, rs->g.me), ci = -1, ei = -1;
 		struct task t = {.s = s, .pl = pl, .pos = pos, .self = -1};
 
 		if (!pl->nerased)
@@ -190,7 +180,7 @@ static int make_tasks(const struct redset *rs, int k, const struct stripe_plan *
 		for (int r = 0; r < pl->nerased; r++)
 			ei = pl->erased[r] == pos ? r : ei;
 		t.gatherer = gatherer_of(rs, k, s, pl);
-		if (t.gatherer == rs->me)
+		if (t.gatherer == rs->g.me)
 			t.role = GATHERER;
 		else if (ci >= 0)
 			t.role = SENDER;
@@ -241,17 +231,17 @@ static int combine_send(struct engine *e, struct task *t)
 	uint64_t j = t->next_done++;
 	int w = j % DEPTH, len = piece_len(e, j), ret = 0;
 	struct slot *sl = &t->slot[w];
-	unsigned char *src[RED_MAX_SET], *rows[RED_MAX_SET];
+	unsigned char *src[MAX_SET], *rows[MAX_SET];
 
 	gather_bufs(t, sl, len, src, rows);
 	read_pos(e, t->pos, j * e->piece, src[t->self], len);
 	e->kern->combine(pl, len, src, rows);
 	sl->state = SLOT_SEND;
 	for (int r = 0; r < pl->nerased && !ret; r++) {
-		int dest = stripe_member(e->rs->p, e->k, t->s, pl->erased[r]);
+		int dest = stripe_member(e->rs->g.p, e->k, t->s, pl->erased[r]);
 
-		ret = mpi_ret(PMPI_Isend(rows[r], len, MPI_BYTE, dest, e->rs->p + t->s, e->rs->comm,
-					 &t->req[w * t->nreq + r]));
+		ret = mpi_ret(PMPI_Isend(rows[r], len, MPI_BYTE, dest, e->rs->g.p + t->s,
+					 e->rs->comm, &t->req[w * t->nreq + r]));
 	}
 	return ret;
 }
@@ -265,7 +255,7 @@ static int post(struct engine *e, struct task *t)
 	int w = j % DEPTH, len = piece_len(e, j), ret = 0;
 	struct slot *sl = &t->slot[w];
 	MPI_Request *req = &t->req[w * t->nreq];
-	unsigned char *src[RED_MAX_SET], *rows[RED_MAX_SET];
+	unsigned char *src[MAX_SET], *rows[MAX_SET];
 
 	if (t->role == SENDER) {
 		read_pos(e, t->pos, j * e->piece, sl->buf, len);
@@ -277,7 +267,7 @@ static int post(struct engine *e, struct task *t)
 	sl->state = SLOT_RECV;
 	if (t->role == SINK) {
 		sl->pending = 1;
-		return mpi_ret(PMPI_Irecv(sl->buf, len, MPI_BYTE, t->gatherer, e->rs->p + t->s,
+		return mpi_ret(PMPI_Irecv(sl->buf, len, MPI_BYTE, t->gatherer, e->rs->g.p + t->s,
 					  e->rs->comm, req));
 	}
 	gather_bufs(t, sl, len, src, rows);
@@ -286,8 +276,8 @@ static int post(struct engine *e, struct task *t)
 		if (i == t->self)
 			continue;
 		ret = mpi_ret(PMPI_Irecv(src[i], len, MPI_BYTE,
-					 stripe_member(e->rs->p, e->k, t->s, pl->contrib[i]), t->s,
-					 e->rs->comm, &req[sl->pending++]));
+					 stripe_member(e->rs->g.p, e->k, t->s, pl->contrib[i]),
+					 t->s, e->rs->comm, &req[sl->pending++]));
 	}
 	if (!sl->pending)
 		sl->state = SLOT_READY; /* the only contributor */
@@ -358,7 +348,7 @@ static int wait_some(struct engine *e, int n, MPI_Request *req, int *nout, int *
 {
 	long ns = 2000;
 
-	if (!e->polite && !red_write_inflight())
+	if (!e->polite && !ring_write_inflight())
 		return mpi_ret(PMPI_Waitsome(n, req, nout, idx, MPI_STATUSES_IGNORE));
 	for (;;) {
 		struct timespec ts = {0, ns};
@@ -366,7 +356,7 @@ static int wait_some(struct engine *e, int n, MPI_Request *req, int *nout, int *
 
 		if (ret || (*nout && *nout != MPI_UNDEFINED))
 			return ret;
-		if (red_write_inflight() && reap_writes(e, *nout == MPI_UNDEFINED)) {
+		if (ring_write_inflight() && reap_writes(e, *nout == MPI_UNDEFINED)) {
 			*nout = 0;
 			return 0;
 		}
@@ -379,14 +369,10 @@ static int wait_some(struct engine *e, int n, MPI_Request *req, int *nout, int *
 	}
 }
 
-/* Runs one encode or rebuild of the stripe scheme with k checksum positions
- * per stripe. Collective over the set; every member must pass the same
- * data_lost/red_lost (agreed before). Local I/O errors land in io->err and
- * the member keeps exchanging (zeros) so that nobody hangs. */
-int stripe_run(struct redset *rs, struct codec_io *io, int k, const struct stripe_kernel *kern,
-	       const bool *data_lost, const bool *red_lost)
+int stripe_run(struct redundancy_set *rs, struct scheme_io *io, int k,
+	       const struct stripe_kernel *kern, const bool *data_lost, const bool *red_lost)
 {
-	const int p = rs->p;
+	const int p = rs->g.p;
 	struct engine e = {
 	    .rs = rs, .io = io, .kern = kern, .k = k, .d = p - k, .piece = stripe_piece(p, k)};
 	struct stripe_plan *plans = calloc(p, sizeof(*plans));
@@ -413,7 +399,7 @@ int stripe_run(struct redset *rs, struct codec_io *io, int k, const struct strip
 	req = malloc(sizeof(*req) * (nreq ? nreq : 1));
 	idx = malloc(sizeof(int) * (nreq ? nreq : 1));
 	owner = malloc(sizeof(int) * (nreq ? nreq : 1)); /* request -> task */
-	base = red_buf(RED_BUF_PIECES, bytes ? bytes : 1);
+	base = kept_buf(KEPT_PIECES, bytes ? bytes : 1);
 	if (!req || !idx || !owner || !base) {
 		ret = -ENOMEM;
 		goto out;
@@ -456,7 +442,7 @@ int stripe_run(struct redset *rs, struct codec_io *io, int k, const struct strip
 	}
 out:
 	/* Writes in flight point into the slots: wait for them, error or not. */
-	while (red_write_inflight())
+	while (ring_write_inflight())
 		reap_writes(&e, true);
 	if (plans)
 		stripe_plans_free(p, plans);
@@ -468,4 +454,20 @@ out:
 	if (ret)
 		pr_err("stripe exchange failed: %s", strerror(-ret));
 	return ret;
+}
+
+int scheme_exchange(struct redundancy_set *rs, struct scheme_io *io, const bool *data_lost,
+		    const bool *red_lost)
+{
+	const struct scheme_ops *ops = rs->g.ops;
+
+	switch (ops->exchange) {
+	case EXCHANGE_COPIES:
+		return copies_run(rs, io, data_lost, red_lost);
+	case EXCHANGE_STRIPES:
+		return stripe_run(rs, io, rs->g.param, ops->kernel, data_lost, red_lost);
+	case EXCHANGE_NONE:
+		break;
+	}
+	return 0;
 }

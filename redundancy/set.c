@@ -1,32 +1,25 @@
-/* Redundancy sets (DESIGN.md section 6): failure domains, set formation and
- * the choice of scheme. The redundancy file (header and member records,
- * format in redset_int.h) is redset_file.c, the parts of encode and rebuild
- * common to all schemes are redset_encode.c and redset_rebuild.c, the data
- * path (kept buffers, crc64 on the way, io_uring writes) red_io.c and
- * red_crc.c, and the schemes themselves sit behind struct codec_ops in
- * codec_*.c. */
+/* Redundancy sets (DESIGN.md section 6): failure domains, set formation
+ * and the agreement that ends each collective step. The rest of the
+ * folder: the schemes behind struct scheme_ops (scheme_*.c, listed once in
+ * scheme.c), the redundancy file (file_format.c, its format in internal.h)
+ * and its reader (info.c), the parts of encode and rebuild common to all
+ * schemes (encode.c, rebuild.c), the exchanges that move a scheme's data
+ * between members (exchange.c, exchange_copies.c, on stripe_plan.c's
+ * math), and the data path (io.c: kept buffers, reads, io_uring writes;
+ * crc_combine.c: crc64 on the way). */
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define LOG_PREFIX "redset: "
 #include "log.h"
-#include "redset_int.h"
-
-static const struct codec_ops *const codecs[] = {
-	&codec_single_ops,
-	&codec_partner_ops,
-	&codec_xor_ops,
-	&codec_rs_ops,
-};
-
+#include "internal_mpi.h"
 
 /* ---- failure domains and sets ---- */
 
-int redset_domain(MPI_Comm world, const char *spec, int *domain, char *err, size_t errlen)
+int redundancy_domain(MPI_Comm world, const char *spec, int *domain, struct why *why)
 {
 	char name[MPI_MAX_PROCESSOR_NAME + 1] = "", *all = NULL, *end;
 	int rank, size, len, first, ret = 0;
@@ -40,11 +33,10 @@ int redset_domain(MPI_Comm world, const char *spec, int *domain, char *err, size
 		errno = 0;
 		n = strtol(spec, &end, 10);
 		if (errno || end == spec || *end || n < 1 || n > INT_MAX) {
-			stasis_errf(
-			    err, errlen,
+			return why_set(
+			    why, -EINVAL,
 			    "STASIS_FAILURE_DOMAIN: '%s' is not 'host' or a positive integer",
 			    spec);
-			return -EINVAL;
 		}
 		*domain = rank / (int)n;
 		return 0;
@@ -54,14 +46,12 @@ int redset_domain(MPI_Comm world, const char *spec, int *domain, char *err, size
 	 * is the number of hosts whose first rank precedes its host's. */
 	PMPI_Get_processor_name(name, &len);
 	all = calloc((size_t)size, sizeof(name));
-	if (!all) {
-		stasis_errf(err, errlen, "out of memory gathering host names");
-		return -ENOMEM;
-	}
-	ret = redset_mpi_ret(
+	if (!all)
+		return why_set(why, -ENOMEM, "out of memory gathering host names");
+	ret = mpi_ret(
 	    PMPI_Allgather(name, sizeof(name), MPI_CHAR, all, sizeof(name), MPI_CHAR, world));
 	if (ret) {
-		stasis_errf(err, errlen, "gathering host names failed");
+		why_set(why, ret, "gathering host names failed");
 		goto out;
 	}
 	for (first = 0; strcmp(all + first * sizeof(name), name); first++)
@@ -108,29 +98,33 @@ static int by_round(const void *a, const void *b)
  * cutting it into runs of set_size consecutive slots puts at most one rank
  * of a domain in a set whenever set_size <= the number of domains. A
  * remainder too small for the scheme is merged into the last set. */
-static int plan_sets(const struct codec_ops *ops, const struct redset_params *prm, struct slot *seq,
-		     int n, int *start, int *nsets, char *err, size_t errlen)
+static int plan_sets(const struct scheme_ops *ops, const struct redundancy_params *prm,
+		     struct slot *seq, int n, int *start, int *nsets, struct why *why)
 {
 	int q = prm->set_size < n ? prm->set_size : n, full = n / q, rem = n % q, param, ret;
 	int ndomains = 0, *seen;
-	char tmp[256];
+	struct set_geometry last = {.ops = ops};
+	struct why scratch = WHY_INIT;
 
 	*nsets = full;
 	for (int g = 0; g <= full; g++)
 		start[g] = g * q;
 	if (rem) {
-		if (ops->check(prm, rem, &param, tmp, sizeof(tmp)) == 0) {
+		if (ops->check(prm, rem, &param, &scratch) == 0) {
 			start[++*nsets] = n;
 		} else {
 			start[full] = n;
 		}
 	}
 	for (int g = 0; g < *nsets; g++) {
-		ret = ops->check(prm, start[g + 1] - start[g], &param, err, errlen);
+		ret = ops->check(prm, start[g + 1] - start[g], &param, why);
 		if (ret)
 			return ret;
 	}
-	if (ops == &codec_single_ops)
+	/* A set that protects nothing gains nothing from its domains. */
+	last.p = start[*nsets] - start[*nsets - 1];
+	last.param = param;
+	if (!set_protects(&last))
 		return 0;
 
 	seen = calloc((size_t)n, sizeof(int));
@@ -143,15 +137,14 @@ static int plan_sets(const struct codec_ops *ops, const struct redset_params *pr
 			int dom = seq[i].domain;
 
 			if (dom >= 0 && dom < n && seen[dom] == g + 1) {
-				stasis_errf(
-				    err, errlen,
+				free(seen);
+				return why_set(
+				    why, -EINVAL,
 				    "scheme %s: a set of %d ranks needs %d failure domains, but "
 				    "STASIS_FAILURE_DOMAIN gives %d for %d ranks (set %d would "
 				    "hold two ranks of domain %d)",
 				    ops->name, start[g + 1] - start[g], start[g + 1] - start[g],
 				    ndomains, n, g, dom);
-				free(seen);
-				return -EINVAL;
 			}
 			if (dom >= 0 && dom < n)
 				seen[dom] = g + 1;
@@ -161,29 +154,20 @@ static int plan_sets(const struct codec_ops *ops, const struct redset_params *pr
 	return 0;
 }
 
-int redset_create(MPI_Comm world, int domain, const struct redset_params *prm, struct redset **out,
-		  char *err, size_t errlen)
+int redundancy_set_create(MPI_Comm world, int domain, const struct redundancy_params *prm,
+			  struct redundancy_set **out, struct why *why)
 {
-	const struct codec_ops *ops = NULL;
+	const struct scheme_ops *ops = prm->scheme;
 	struct slot *seq = NULL;
-	struct redset *rs = NULL;
+	struct redundancy_set *rs = NULL;
 	int *doms = NULL, *start = NULL;
 	int rank, n, nsets, g, key = 0, ret;
 
 	*out = NULL;
-	for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++)
-		if (prm->scheme && !strcmp(prm->scheme, codecs[i]->name))
-			ops = codecs[i];
-	if (!ops) {
-		stasis_errf(err, errlen,
-			      "unknown redundancy scheme '%s' (single, partner, xor, rs)",
-			      prm->scheme ? prm->scheme : "(null)");
-		return -EINVAL;
-	}
-	if (prm->set_size < 1) {
-		stasis_errf(err, errlen, "set size %d: must be >= 1", prm->set_size);
-		return -EINVAL;
-	}
+	if (!ops)
+		return why_set(why, -EINVAL, "no redundancy scheme (one of %s)", scheme_names());
+	if (prm->set_size < 1)
+		return why_set(why, -EINVAL, "set size %d: must be >= 1", prm->set_size);
 	PMPI_Comm_rank(world, &rank);
 	PMPI_Comm_size(world, &n);
 	doms = malloc(sizeof(int) * n);
@@ -191,13 +175,12 @@ int redset_create(MPI_Comm world, int domain, const struct redset_params *prm, s
 	start = malloc(sizeof(int) * (n + 2));
 	rs = calloc(1, sizeof(*rs));
 	if (!doms || !seq || !start || !rs) {
-		stasis_errf(err, errlen, "out of memory forming sets");
-		ret = -ENOMEM;
+		ret = why_set(why, -ENOMEM, "out of memory forming sets");
 		goto err;
 	}
-	ret = redset_mpi_ret(PMPI_Allgather(&domain, 1, MPI_INT, doms, 1, MPI_INT, world));
+	ret = mpi_ret(PMPI_Allgather(&domain, 1, MPI_INT, doms, 1, MPI_INT, world));
 	if (ret) {
-		stasis_errf(err, errlen, "gathering failure domains failed");
+		why_set(why, ret, "gathering failure domains failed");
 		goto err;
 	}
 	for (int r = 0; r < n; r++)
@@ -209,7 +192,7 @@ int redset_create(MPI_Comm world, int domain, const struct redset_params *prm, s
 
 	/* Every rank evaluates every set from the same gathered data, so all
 	 * agree on success or failure without another collective. */
-	ret = plan_sets(ops, prm, seq, n, start, &nsets, err, errlen);
+	ret = plan_sets(ops, prm, seq, n, start, &nsets, why);
 	if (ret)
 		goto err;
 	for (g = 0; g + 1 < nsets; g++) {
@@ -223,58 +206,56 @@ int redset_create(MPI_Comm world, int domain, const struct redset_params *prm, s
 	for (int i = start[g]; i < start[g + 1]; i++)
 		if (seq[i].rank == rank)
 			key = i - start[g];
-	rs->ops = ops;
-	rs->set_id = g;
-	rs->me = key;
-	rs->p = start[g + 1] - start[g];
-	ops->check(prm, rs->p, &rs->param, err, errlen);
-	rs->world = malloc(sizeof(int) * rs->p);
-	if (!rs->world) {
-		stasis_errf(err, errlen, "out of memory forming sets");
-		ret = -ENOMEM;
+	rs->g.ops = ops;
+	rs->g.set_id = g;
+	rs->g.me = key;
+	rs->g.p = start[g + 1] - start[g];
+	ops->check(prm, rs->g.p, &rs->g.param, NULL); /* passed in plan_sets() */
+	rs->g.world = malloc(sizeof(int) * rs->g.p);
+	if (!rs->g.world) {
+		ret = why_set(why, -ENOMEM, "out of memory forming sets");
 		goto err;
 	}
-	for (int i = 0; i < rs->p; i++)
-		rs->world[i] = seq[start[g] + i].rank;
-	ret = redset_mpi_ret(PMPI_Comm_split(world, g, key, &rs->comm));
+	for (int i = 0; i < rs->g.p; i++)
+		rs->g.world[i] = seq[start[g] + i].rank;
+	ret = mpi_ret(PMPI_Comm_split(world, g, key, &rs->comm));
 	if (ret) {
-		stasis_errf(err, errlen, "splitting the set communicator failed");
+		why_set(why, ret, "splitting the set communicator failed");
 		rs->comm = MPI_COMM_NULL;
 		goto err;
 	}
-	pr_debug("set %d: member %d of %d, scheme %s", g, key, rs->p, ops->name);
+	pr_debug("set %d: member %d of %d, scheme %s", g, key, rs->g.p, ops->name);
 	*out = rs;
 	rs = NULL;
 err:
-	redset_free(rs);
+	redundancy_set_free(rs);
 	free(doms);
 	free(seq);
 	free(start);
 	return ret;
 }
 
-/* MPI_MINLOC: the most negative errno wins, ties to the lowest member. */
-int red_agree(const struct redset *rs, int ret, char *err, size_t errlen, const char *what)
+int set_agree(const struct redundancy_set *rs, const char *step, int ret, struct why *why)
 {
-	struct {
-		int v;
-		int r;
-	} in = {ret, rs->me}, out;
-
-	if (PMPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, rs->comm) != MPI_SUCCESS)
-		return -EIO;
-	if (out.v && !ret)
-		stasis_errf(err, errlen, "%s failed on rank %d (set %d): %s", what,
-			    rs->world[out.r], rs->set_id, strerror(-out.v));
-	return out.v;
+	ret = why_agree(rs->comm, step, ret, why);
+	/* A member's own cause rarely names its rank: the others say whose. */
+	if (ret && why->rank >= 0 && why->rank < rs->g.p && why->rank != rs->g.me)
+		why_prefix(why, "%s failed on rank %d (set %d)", step, rs->g.world[why->rank],
+			   rs->g.set_id);
+	return ret;
 }
 
-void redset_free(struct redset *rs)
+int redundancy_tolerance(const struct redundancy_set *rs)
+{
+	return rs ? rs->g.ops->tolerance(&rs->g) : 0;
+}
+
+void redundancy_set_free(struct redundancy_set *rs)
 {
 	if (!rs)
 		return;
 	if (rs->comm != MPI_COMM_NULL && rs->comm != 0)
 		PMPI_Comm_free(&rs->comm);
-	free(rs->world);
+	free(rs->g.world);
 	free(rs);
 }

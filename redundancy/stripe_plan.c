@@ -1,5 +1,5 @@
 /* Stripe layout and per-stripe decoding plans for xor and rs (see the
- * layout in redset_int.h). Pure arithmetic, no MPI: the tests run it in
+ * layout in internal.h). Pure arithmetic, no MPI: the tests run it in
  * one process over every erasure pattern. */
 #include <errno.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 
 #define LOG_PREFIX "redset: "
 #include "log.h"
-#include "redset_int.h"
+#include "internal.h"
 
 uint64_t stripe_chunk(int p, int k, uint64_t max_logical)
 {
@@ -28,7 +28,7 @@ size_t stripe_piece(int p, int k)
 	 * 8). Every piece costs a message per link, but smaller pieces stay
 	 * in cache and keep the pipeline full: with 8 ranks on 2 cores,
 	 * 128 KiB encoded fastest, 64 KiB and 256 KiB close, 512 KiB slower
-	 * (issue 10). */
+	 * (measured on a 2-core VM). */
 	size_t b = ((size_t)4 << 20) / ((size_t)4 * p), piece = 64 * 1024;
 
 	(void)k;

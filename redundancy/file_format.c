@@ -1,7 +1,7 @@
-/* The redundancy file of a set member (format in redset_int.h): plain I/O
+/* The redundancy file of a set member (format in internal.h): plain I/O
  * over a member's files, the member records (built, parsed, freed), and the
  * file itself (layout, creation, header and meta written last, loading with
- * every check). No MPI here: the collective steps are redset_rebuild.c's. */
+ * every check). No MPI here: the collective steps are rebuild.c's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -14,7 +14,7 @@
 
 #include <isa-l.h>
 
-#include "redset_int.h"
+#include "internal.h"
 
 #define META_MAX (64u << 20) /* sanity bound on a stored records blob */
 
@@ -122,26 +122,26 @@ int lfile_alloc(struct lfile *lf, int n)
 
 static size_t record_bytes(int n, const char *const *names)
 {
-	size_t b = sizeof(struct red_member) + (size_t)n * sizeof(struct red_file);
+	size_t b = sizeof(struct member_record) + (size_t)n * sizeof(struct member_file);
 
 	for (int i = 0; i < n; i++)
 		b += strlen(names[i]) + 1;
 	return (b + 7) & ~(size_t)7;
 }
 
-void *red_build_record(const struct redset *rs, const char *const *names, int n,
-		       const struct lfile *lf, const uint64_t *crc, size_t *len)
+void *record_build(const struct set_geometry *g, const char *const *names, int n,
+		   const struct lfile *lf, const uint64_t *crc, size_t *len)
 {
 	size_t bytes = record_bytes(n, names);
 	unsigned char *b = calloc(1, bytes);
-	struct red_member *rec = (void *)b;
-	struct red_file *f = (void *)(rec + 1);
+	struct member_record *rec = (void *)b;
+	struct member_file *f = (void *)(rec + 1);
 	char *name = (char *)(f + n);
 
 	if (!b)
 		return NULL;
-	rec->index = rs->me;
-	rec->world_rank = rs->world[rs->me];
+	rec->index = g->me;
+	rec->world_rank = g->world[g->me];
 	rec->nfiles = n;
 	rec->bytes = bytes;
 	rec->logical_size = lf->total;
@@ -157,7 +157,7 @@ void *red_build_record(const struct redset *rs, const char *const *names, int n,
 }
 
 /* Parses and bounds-checks the records of the p members. */
-int red_meta_parse(struct set_meta *m, int p)
+int meta_parse(struct set_meta *m, int p)
 {
 	const unsigned char *b = m->blob, *end = b + m->blob_len;
 
@@ -166,7 +166,7 @@ int red_meta_parse(struct set_meta *m, int p)
 	if (!m->m)
 		return -ENOMEM;
 	for (int x = 0; x < p; x++) {
-		const struct red_member *rec = (const void *)b;
+		const struct member_record *rec = (const void *)b;
 		struct member_info *mi = &m->m[x];
 		const char *name;
 		uint64_t total = 0;
@@ -174,7 +174,7 @@ int red_meta_parse(struct set_meta *m, int p)
 		/* Sizes compared as lengths, never as pointers past the end. */
 		if ((size_t)(end - b) < sizeof(*rec) || rec->bytes < sizeof(*rec) ||
 		    rec->bytes > (size_t)(end - b) || rec->bytes % 8 || rec->index != (uint32_t)x ||
-		    (uint64_t)rec->nfiles * sizeof(struct red_file) > rec->bytes - sizeof(*rec))
+		    (uint64_t)rec->nfiles * sizeof(struct member_file) > rec->bytes - sizeof(*rec))
 			return -EBADMSG;
 		mi->index = x;
 		mi->world_rank = rec->world_rank;
@@ -184,9 +184,9 @@ int red_meta_parse(struct set_meta *m, int p)
 		mi->name = calloc(mi->nfiles + 1, sizeof(*mi->name));
 		if (!mi->file || !mi->name)
 			return -ENOMEM;
-		name = (const char *)(rec + 1) + (size_t)mi->nfiles * sizeof(struct red_file);
+		name = (const char *)(rec + 1) + (size_t)mi->nfiles * sizeof(struct member_file);
 		for (int i = 0; i < mi->nfiles; i++) {
-			const struct red_file *f = (const struct red_file *)(rec + 1) + i;
+			const struct member_file *f = (const struct member_file *)(rec + 1) + i;
 
 			/* A plain name in the directory: no '/', and no '.', '..'
 			 * or hidden file either. */
@@ -207,7 +207,7 @@ int red_meta_parse(struct set_meta *m, int p)
 	return b == end ? 0 : -EBADMSG;
 }
 
-void red_meta_free(struct set_meta *m)
+void meta_free(struct set_meta *m)
 {
 	if (m->m)
 		for (int x = 0; x < m->p; x++) {
@@ -221,7 +221,7 @@ void red_meta_free(struct set_meta *m)
 
 /* ---- the redundancy file ---- */
 
-char *red_path_join(const char *dir, const char *name, const char *suffix)
+char *path_join(const char *dir, const char *name, const char *suffix)
 {
 	char *s = NULL;
 
@@ -232,26 +232,26 @@ char *red_path_join(const char *dir, const char *name, const char *suffix)
 
 static uint64_t align_page(uint64_t v)
 {
-	return (v + RED_HEADER_BYTES - 1) & ~(uint64_t)(RED_HEADER_BYTES - 1);
+	return (v + HEADER_BYTES - 1) & ~(uint64_t)(HEADER_BYTES - 1);
 }
 
 /* Payload layout of member x's redundancy file: sections after the meta,
  * each page aligned. Returns the file's size. */
-uint64_t red_layout(const struct redset *rs, const struct set_meta *m, int x,
-		    struct red_section *sec, int nsec)
+uint64_t file_layout(const struct set_geometry *g, const struct set_meta *m, int x,
+		     struct payload_section *sec, int nsec)
 {
-	uint64_t off = align_page(RED_HEADER_BYTES + m->blob_len + nsec * sizeof(*sec));
+	uint64_t off = align_page(HEADER_BYTES + m->blob_len + nsec * sizeof(*sec));
 
 	for (int i = 0; i < nsec; i++) {
 		sec[i].offset = off;
-		sec[i].size = rs->ops->section_size(rs, m, x, i);
+		sec[i].size = g->ops->section_size(g, m, x, i);
 		sec[i].crc = 0;
 		off = align_page(off + sec[i].size);
 	}
 	return off;
 }
 
-int red_create(const char *path, int *fd, uint64_t size)
+int file_create(const char *path, int *fd, uint64_t size)
 {
 	*fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (*fd < 0)
@@ -263,40 +263,40 @@ int red_create(const char *path, int *fd, uint64_t size)
 
 /* Writes the meta and the header of a redundancy file whose payload is in
  * place, and syncs it. */
-int red_finish(const struct redset *rs, const struct set_meta *m, int fd,
-	       const struct red_section *sec, int nsec)
+int file_finish(const struct set_geometry *g, const struct set_meta *m, int fd,
+		const struct payload_section *sec, int nsec)
 {
 	size_t tbytes = (size_t)nsec * sizeof(*sec);
-	unsigned char *page = calloc(1, RED_HEADER_BYTES);
-	struct red_header *h = (void *)page;
+	unsigned char *page = calloc(1, HEADER_BYTES);
+	struct file_header *h = (void *)page;
 	int ret;
 
 	if (!page)
 		return -ENOMEM;
-	ret = full_pwrite(fd, m->blob, m->blob_len, RED_HEADER_BYTES);
+	ret = full_pwrite(fd, m->blob, m->blob_len, HEADER_BYTES);
 	if (!ret && nsec)
-		ret = full_pwrite(fd, sec, tbytes, RED_HEADER_BYTES + m->blob_len);
+		ret = full_pwrite(fd, sec, tbytes, HEADER_BYTES + m->blob_len);
 	if (ret)
 		goto out;
-	memcpy(h->magic, RED_MAGIC, 8);
-	h->version = RED_VERSION;
+	memcpy(h->magic, FILE_MAGIC, 8);
+	h->version = FILE_VERSION;
 	h->header_size = sizeof(*h);
-	h->scheme = rs->ops->id;
-	h->set_size = rs->p;
-	h->set_index = rs->me;
-	h->set_id = rs->set_id;
-	h->param = rs->param;
-	h->world_rank = rs->world[rs->me];
+	h->scheme = g->ops->id;
+	h->set_size = g->p;
+	h->set_index = g->me;
+	h->set_id = g->set_id;
+	h->param = g->param;
+	h->world_rank = g->world[g->me];
 	h->max_logical = m->max_logical;
 	h->chunk = m->chunk;
-	h->meta_offset = RED_HEADER_BYTES;
+	h->meta_offset = HEADER_BYTES;
 	h->meta_bytes = m->blob_len + tbytes;
 	h->records_bytes = m->blob_len;
 	h->nsections = nsec;
 	h->meta_crc = crc64_ecma_refl(0, m->blob, m->blob_len);
 	h->meta_crc = crc64_ecma_refl(h->meta_crc, (const unsigned char *)sec, tbytes);
 	h->header_crc = crc64_ecma_refl(0, page, sizeof(*h));
-	ret = full_pwrite(fd, page, RED_HEADER_BYTES, 0);
+	ret = full_pwrite(fd, page, HEADER_BYTES, 0);
 	if (!ret && fsync(fd))
 		ret = -errno;
 out:
@@ -310,13 +310,13 @@ out:
  * written for this set geometry. On success m holds the records and sec
  * (malloc'd) the sections. Any failure just means "not valid" to the
  * caller. */
-int red_load(const struct redset *rs, const char *path, struct set_meta *m,
-	     struct red_section **secp, int *fdp, bool payload)
+int file_load(const struct set_geometry *g, const char *path, struct set_meta *m,
+	      struct payload_section **secp, int *fdp, bool payload)
 {
-	unsigned char *page = malloc(RED_HEADER_BYTES), *meta = NULL;
-	struct red_header *h = (void *)page;
-	struct red_section *sec = NULL;
-	int fd = fsutil_open_private(path, O_RDWR, NULL, 0), ret = 0, nsec = rs->ops->nsections(rs);
+	unsigned char *page = malloc(HEADER_BYTES), *meta = NULL;
+	struct file_header *h = (void *)page;
+	struct payload_section *sec = NULL;
+	int fd = fsutil_open_private(path, O_RDWR, NULL, 0), ret = 0, nsec = g->ops->nsections(g);
 	uint64_t crc, want;
 	struct stat st;
 
@@ -333,15 +333,15 @@ int red_load(const struct redset *rs, const char *path, struct set_meta *m,
 		ret = -errno;
 		goto err;
 	}
-	ret = full_pread(fd, page, RED_HEADER_BYTES, 0);
+	ret = full_pread(fd, page, HEADER_BYTES, 0);
 	if (ret)
 		goto err;
 	want = h->header_crc;
 	h->header_crc = 0;
-	if (memcmp(h->magic, RED_MAGIC, 8) || h->version != RED_VERSION ||
+	if (memcmp(h->magic, FILE_MAGIC, 8) || h->version != FILE_VERSION ||
 	    h->header_size != sizeof(*h) || crc64_ecma_refl(0, page, sizeof(*h)) != want ||
-	    h->scheme != rs->ops->id || h->set_size != (uint32_t)rs->p ||
-	    h->set_index != (uint32_t)rs->me || h->param != (uint32_t)rs->param ||
+	    h->scheme != g->ops->id || h->set_size != (uint32_t)g->p ||
+	    h->set_index != (uint32_t)g->me || h->param != (uint32_t)g->param ||
 	    h->nsections != (uint32_t)nsec || h->meta_bytes > META_MAX ||
 	    h->meta_bytes < nsec * sizeof(*sec) ||
 	    h->records_bytes != h->meta_bytes - nsec * sizeof(*sec) ||
@@ -367,7 +367,7 @@ int red_load(const struct redset *rs, const char *path, struct set_meta *m,
 	m->max_logical = h->max_logical;
 	m->chunk = h->chunk;
 	meta = NULL;
-	ret = red_meta_parse(m, rs->p);
+	ret = meta_parse(m, g->p);
 	if (ret)
 		goto err;
 	sec = malloc(sizeof(*sec) * (nsec ? nsec : 1));
@@ -377,13 +377,13 @@ int red_load(const struct redset *rs, const char *path, struct set_meta *m,
 	}
 	memcpy(sec, (unsigned char *)m->blob + m->blob_len, nsec * sizeof(*sec));
 	for (int i = 0; i < nsec; i++) {
-		if (sec[i].size != rs->ops->section_size(rs, m, rs->me, i) ||
+		if (sec[i].size != g->ops->section_size(g, m, g->me, i) ||
 		    sec[i].offset > (uint64_t)st.st_size ||
 		    sec[i].size > (uint64_t)st.st_size - sec[i].offset) {
 			ret = -EBADMSG;
 			goto err;
 		}
-		ret = payload ? red_range_crc(fd, sec[i].offset, sec[i].size, &crc) : 0;
+		ret = payload ? crc64_range(fd, sec[i].offset, sec[i].size, &crc) : 0;
 		if (!ret && payload && crc != sec[i].crc)
 			ret = -EBADMSG;
 		if (ret)
@@ -396,7 +396,7 @@ int red_load(const struct redset *rs, const char *path, struct set_meta *m,
 err:
 	if (fd >= 0)
 		close(fd);
-	red_meta_free(m);
+	meta_free(m);
 	free(meta);
 	free(sec);
 	free(page);

@@ -1,4 +1,4 @@
-/* crc64 of a member's files computed on the data the codec moves anyway
+/* crc64 of a member's files computed on the data a scheme moves anyway
  * (DESIGN.md section 11: one pass over memory, while it is in cache),
  * instead of in a pass of its own.
  *
@@ -20,7 +20,7 @@
 
 #define LOG_PREFIX "redset: "
 #include "log.h"
-#include "redset_int.h"
+#include "internal.h"
 
 /* zeros[i]: the register after 2^i zero bytes, as 64 columns (column b is
  * the image of bit b). */
@@ -50,7 +50,7 @@ static void zeros_init(void)
 			zeros[i][b] = mat_apply(zeros[i - 1], zeros[i - 1][b]);
 }
 
-uint64_t red_crc_join(uint64_t crc_a, uint64_t crc_b, uint64_t len_b)
+uint64_t crc64_combine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b)
 {
 	pthread_once(&zeros_once, zeros_init);
 	for (int i = 0; len_b; i++, len_b >>= 1)
@@ -61,7 +61,7 @@ uint64_t red_crc_join(uint64_t crc_a, uint64_t crc_b, uint64_t len_b)
 
 /* ---- the crc64 of each file of a logical file, by parts ---- */
 
-int red_crc_init(struct red_crc *t, const struct lfile *lf, uint64_t seg)
+int crc_parts_init(struct crc_parts *t, const struct lfile *lf, uint64_t seg)
 {
 	memset(t, 0, sizeof(*t));
 	t->n = lf->n;
@@ -74,7 +74,7 @@ int red_crc_init(struct red_crc *t, const struct lfile *lf, uint64_t seg)
 	return t->crc && t->fed ? 0 : -ENOMEM;
 }
 
-void red_crc_free(struct red_crc *t)
+void crc_parts_free(struct crc_parts *t)
 {
 	free(t->crc);
 	free(t->fed);
@@ -82,7 +82,7 @@ void red_crc_free(struct red_crc *t)
 }
 
 /* Bytes of file i inside segment j. */
-static uint64_t part_len(const struct red_crc *t, const struct lfile *lf, int j, int i,
+static uint64_t part_len(const struct crc_parts *t, const struct lfile *lf, int j, int i,
 			 uint64_t start)
 {
 	uint64_t lo = (uint64_t)j * t->seg, hi = lo + t->seg, end = start + lf->size[i];
@@ -93,11 +93,11 @@ static uint64_t part_len(const struct red_crc *t, const struct lfile *lf, int j,
 }
 
 /* A part read again (a scheme reading some data twice) or out of order no
- * longer counts: red_crc_finish reads it back from the file. */
+ * longer counts: crc_parts_finish reads it back from the file. */
 #define PART_BROKEN UINT64_MAX
 
-void red_crc_feed(struct red_crc *t, const struct lfile *lf, uint64_t lo, const unsigned char *buf,
-		  size_t len)
+void crc_parts_feed(struct crc_parts *t, const struct lfile *lf, uint64_t lo,
+		    const unsigned char *buf, size_t len)
 {
 	uint64_t start = 0;
 
@@ -126,7 +126,7 @@ void red_crc_feed(struct red_crc *t, const struct lfile *lf, uint64_t lo, const 
 	}
 }
 
-int red_crc_finish(const struct red_crc *t, const struct lfile *lf, uint64_t *crc)
+int crc_parts_finish(const struct crc_parts *t, const struct lfile *lf, uint64_t *crc)
 {
 	uint64_t start = 0;
 	int ret;
@@ -145,21 +145,21 @@ int red_crc_finish(const struct red_crc *t, const struct lfile *lf, uint64_t *cr
 			if (t->fed[j * t->n + i] != want) {
 				uint64_t off = (j * t->seg > start ? j * t->seg : start) - start;
 
-				ret = red_range_crc(lf->fd[i], off, want, &part);
+				ret = crc64_range(lf->fd[i], off, want, &part);
 				if (ret)
 					return ret;
 			}
 			/* Z is linear: joining onto the empty prefix (0) is part. */
-			c = red_crc_join(c, part, want);
+			c = crc64_combine(c, part, want);
 		}
 		crc[i] = c;
 	}
 	return 0;
 }
 
-int red_range_crc(int fd, uint64_t off, uint64_t size, uint64_t *crc)
+int crc64_range(int fd, uint64_t off, uint64_t size, uint64_t *crc)
 {
-	unsigned char *buf = red_buf(RED_BUF_PASS, RED_IO_PIECE);
+	unsigned char *buf = kept_buf(KEPT_PASS, PASS_PIECE);
 	uint64_t c = 0;
 	int ret;
 
@@ -168,8 +168,8 @@ int red_range_crc(int fd, uint64_t off, uint64_t size, uint64_t *crc)
 	/* Read into a warm buffer, never mapped: a mapping faults on every
 	 * page (13-22 us each on some machines) and gives SIGBUS when someone
 	 * truncates the file meanwhile; pread gives a short read. */
-	for (uint64_t o = 0; o < size; o += RED_IO_PIECE) {
-		size_t n = size - o < RED_IO_PIECE ? size - o : RED_IO_PIECE;
+	for (uint64_t o = 0; o < size; o += PASS_PIECE) {
+		size_t n = size - o < PASS_PIECE ? size - o : PASS_PIECE;
 
 		ret = full_pread(fd, buf, n, off + o);
 		if (ret)
