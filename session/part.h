@@ -81,6 +81,18 @@ struct section_list {
 int section_add(struct section_list *l, uint32_t kind, const void *data, size_t len,
 		struct why *why);
 
+/* A section's copy kept by its part from one checkpoint to the next:
+ * page-rounded (the image writes whole pages), mmap()ed (never the
+ * program's heap), grown twice over when too small. */
+struct section_buf {
+	void *data;
+	size_t cap;
+};
+
+/* Copy len bytes into b, zero its tail to the page; *rounded the length
+ * the section then has. 0, or -ENOMEM with b unchanged. */
+int section_buf_fill(struct section_buf *b, const void *data, size_t len, size_t *rounded);
+
 /* What a restart hands every hook. */
 struct restart_input {
 	uint64_t id;			/* the checkpoint being restored */
