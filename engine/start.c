@@ -137,6 +137,8 @@ void engine_after_init(int required, int provided)
 {
 	struct session *s = session_storage();
 	struct redset_params rp;
+	struct why why = WHY_INIT;
+	/* For the redset_* and trigger_start calls, which still fill a buffer. */
 	char err[1024] = "";
 	int ret;
 	bool mine;
@@ -146,9 +148,9 @@ void engine_after_init(int required, int provided)
 	PMPI_Comm_rank(MPI_COMM_WORLD, &s->rank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &s->size);
 	stasis_log_rank = s->rank;
-	if (config_load(&s->cfg, err, sizeof(err))) {
+	if (config_load(&s->cfg, &why)) {
 		if (s->rank == 0)
-			pr_err("%s", err);
+			pr_err("%s", why.msg);
 		stop_run();
 	}
 	stasis_log_verbosity = s->cfg.verbose;
@@ -170,20 +172,19 @@ void engine_after_init(int required, int provided)
 	s->args_hash = args_crc64();
 	s->stasis_hash = stasis_crc64();
 
-	s->dirty = dirty_select(s->cfg.dirty, err, sizeof(err));
-	ret = !s->dirty && err[0] ? -EINVAL : 0;
+	s->dirty = dirty_select(s->cfg.dirty, &why);
+	ret = !s->dirty && why_said(&why) ? -EINVAL : 0;
 	if (!ret && s->rank == 0)
 		pr_info("dirty-page tracking: %s (STASIS_DIRTY=%s)",
 			s->dirty ? s->dirty->name : "off", s->cfg.dirty);
 	if (!ret)
 		ret = redset_domain(MPI_COMM_WORLD, s->cfg.failure_domain, &s->node, err, sizeof(err));
 	if (!ret)
-		ret = store_open(&s->store, s->cfg.dir, s->node, s->rank, s->job, true, err,
-				 sizeof(err));
+		ret = store_open(&s->store, s->cfg.dir, s->node, s->rank, s->job, true, &why);
 	if (!ret)
-		ret = store_lock(&s->store, err, sizeof(err));
+		ret = store_lock(&s->store, &why);
 	if (!ret)
-		ret = flush_open(s, err, sizeof(err));
+		ret = flush_open(s, &why);
 	if (!ret && strcmp(s->cfg.scheme, "single")) {
 		rp = (struct redset_params){s->cfg.scheme, s->cfg.set_size, s->cfg.rs_k,
 					    s->cfg.replicas};
@@ -204,7 +205,10 @@ void engine_after_init(int required, int provided)
 	mine = ret != 0;
 	PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
 	if (ret) {
-		session_report(s, mine && err[0], err);
+		/* The cause is in why, or in err when a redset_* call failed. */
+		const char *cause = why_said(&why) ? why.msg : err;
+
+		session_report(s, mine && cause[0], cause);
 		stop_run();
 	}
 	tracking_set_program_protected(maps_protected);

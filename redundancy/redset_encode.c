@@ -26,6 +26,7 @@ static int open_mine(const char *dir, const char *const *names, int n, struct lf
 
 	for (int i = 0; !ret && i < n; i++) {
 		char *path = red_path_join(dir, names[i], "");
+		struct why why = WHY_INIT;
 
 		if (!path)
 			return -ENOMEM;
@@ -36,7 +37,9 @@ static int open_mine(const char *dir, const char *const *names, int n, struct lf
 				    "with '.'",
 				    names[i]);
 			ret = -EINVAL;
-		} else if ((lf->fd[i] = fsutil_open_private(path, O_RDONLY, err, errlen)) < 0) {
+		} else if ((lf->fd[i] = fsutil_open_private(path, O_RDONLY, &why)) < 0) {
+			stasis_errf(err, errlen, "%s",
+				    why.msg); /* fsutil now says why in a struct why */
 			ret = lf->fd[i];
 		} else if (fault_hit(FAULT_FAIL_ENCODE_READ) || fstat(lf->fd[i], &st)) {
 			ret = -errno;

@@ -316,7 +316,7 @@ int red_load(const struct redset *rs, const char *path, struct set_meta *m,
 	unsigned char *page = malloc(RED_HEADER_BYTES), *meta = NULL;
 	struct red_header *h = (void *)page;
 	struct red_section *sec = NULL;
-	int fd = fsutil_open_private(path, O_RDWR, NULL, 0), ret = 0, nsec = rs->ops->nsections(rs);
+	int fd = fsutil_open_private(path, O_RDWR, NULL), ret = 0, nsec = rs->ops->nsections(rs);
 	uint64_t crc, want;
 	struct stat st;
 

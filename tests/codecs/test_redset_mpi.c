@@ -385,6 +385,7 @@ static void run_truncated(const char *scheme, int k)
 	unsigned char *before, *after;
 	size_t blen = 0, alen = 0;
 	char tag[32], err[512] = "", tmp[80];
+	struct why fw = WHY_INIT; /* fault_configure's */
 	int ret, domain;
 
 	snprintf(tag, sizeof(tag), "trunc%s%d", scheme, k);
@@ -411,11 +412,11 @@ static void run_truncated(const char *scheme, int k)
 
 	stasis_log_rank = rank;
 	fault_set_checkpoint(7);
-	if (fault_configure("truncate-encode:7@2", err, sizeof(err)))
-		FAIL("%s: %s", tag, err);
+	if (fault_configure("truncate-encode:7@2", &fw))
+		FAIL("%s: %s", tag, fw.msg);
 	err[0] = 0;
 	ret = redset_encode(rs, dir, f.names, f.n, f.red, err, sizeof(err));
-	fault_configure("", NULL, 0);
+	fault_configure("", NULL);
 	if (rank % 2 == 0 && (ret == 0 || !strstr(err, rank == 2 ? "shrank" : "on rank 2")))
 		FAIL("%s: encode of a truncated file: %d '%s'", tag, ret, err);
 	if (rank % 2 && ret)
