@@ -34,7 +34,7 @@ struct stasis_config {
 };
 
 /* Fill cfg from the environment (and install STASIS_FAULT's fault points,
- * fault.h). Returns 0, or -EINVAL with err holding
+ * fault.h). Returns 0, or -EINVAL with why holding
  * "STASIS_X: 'value' <what is accepted>". */
 int config_load(struct stasis_config *cfg, struct why *why);
 /* One pr_info line per setting (rank 0, STASIS_VERBOSE >= 1). */

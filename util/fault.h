@@ -46,7 +46,7 @@ enum fault_point {
 };
 
 /* Parse and install spec (NULL or "" clears). Returns 0, or -EINVAL with
- * err = "STASIS_FAULT: '<spec>' ..." naming what is accepted. */
+ * why = "STASIS_FAULT: '<spec>' ..." naming what is accepted. */
 int fault_configure(const char *spec, struct why *why);
 
 /* The checkpoint the current step works on (checkpoint, restore and
