@@ -94,12 +94,12 @@ static double timed_collect(const struct dirty_backend *be, size_t want)
 
 static void run(const char *mode, struct result *r)
 {
-	char err[256];
-	const struct dirty_backend *be = dirty_select(mode, err, sizeof(err));
+	struct why why = WHY_INIT;
+	const struct dirty_backend *be = dirty_select(mode, &why);
 
 	r->name = mode;
 	if (!be) {
-		fprintf(stderr, "%s\n", err);
+		fprintf(stderr, "%s\n", why.msg);
 		return;
 	}
 	if (be->track((uintptr_t)base, pages * ps)) {

@@ -56,7 +56,7 @@ static uint64_t created_ns(struct session *s, uint64_t id)
 	uint64_t ns = realtime_ns();
 
 	store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));
-	if (!image_open(path, &img, NULL, 0)) {
+	if (!image_open(path, &img, NULL)) {
 		ns = image_header(img)->created_ns;
 		image_close(img);
 	}
@@ -82,7 +82,8 @@ void checkpoint_prepare_resume(uint64_t id)
 static void write_shadow(struct session *s, struct image_header *hdr,
 			 const struct image_region *whole_regions, int n)
 {
-	char path[4300], err[512];
+	struct why why = WHY_INIT;
+	char path[4300];
 	struct image_header full = *hdr;
 
 	snprintf(path, sizeof(path), "%s/shadow", s->store.dir);
@@ -92,8 +93,8 @@ static void write_shadow(struct session *s, struct image_header *hdr,
 		 (unsigned long long)hdr->ckpt_id, s->rank);
 	full.kind = IMAGE_FULL;
 	full.parent_id = 0;
-	if (image_write(path, &full, whole_regions, n, NULL, err, sizeof(err)))
-		pr_warn("shadow image: %s", err);
+	if (image_write(path, &full, whole_regions, n, NULL, &why))
+		pr_warn("shadow image: %s", why.msg);
 }
 
 /* The image being written: the memory regions collected (with the dirty
@@ -114,7 +115,7 @@ static struct why stop_why;
  * for a rank that fails here (it votes "full" and returns its error). The
  * stack is saved from just below the captured stack pointer (the red zone
  * included). */
-static int prepare_image(struct session *s, bool *incremental, char *err, size_t errlen)
+static int prepare_image(struct session *s, bool *incremental, struct why *why)
 {
 	uintptr_t sp = (uintptr_t)captured.context.uc_mcontext.gregs[REG_RSP];
 	int n =
@@ -123,21 +124,19 @@ static int prepare_image(struct session *s, bool *incremental, char *err, size_t
 
 	nout = 0;
 	if (n >= 0 && stop_ret) {
-		snprintf(err, errlen, "%s", stop_why.msg);
+		why_set(why, stop_ret, "%s", stop_why.msg);
 		n = stop_ret;
 	}
-	if (n < 0 && !err[0])
-		snprintf(err, errlen, "cannot list the application's memory: %s", strerror(-n));
+	if (n < 0) /* kept when STOP said why first */
+		why_set(why, n, "cannot list the application's memory: %s", strerror(-n));
 	if (n >= 0) {
 		/* The parts first: whatever they touch of the program's memory
 		 * is then in this image's dirty pages. */
 		struct section sec[MAX_SECTIONS];
 		struct section_list list = {sec, 0, MAX_SECTIONS};
-		struct why why = WHY_INIT;
-		int ret = parts_save(captured.ckpt_id, &list, &why);
+		int ret = parts_save(captured.ckpt_id, &list, why);
 
 		if (ret) {
-			snprintf(err, errlen, "%s", why.msg);
 			n = ret;
 		} else {
 			mine = tracking_prepare(s, regions, n, out) && s->last_id;
@@ -158,8 +157,8 @@ static int prepare_image(struct session *s, bool *incremental, char *err, size_t
 
 /* Write this rank's image of checkpoint id from what prepare_image
  * collected: incremental on top of the last committed one, or whole. */
-static int write_image(struct session *s, uint64_t id, bool incremental, uint64_t *bytes, char *err,
-		       size_t errlen)
+static int write_image(struct session *s, uint64_t id, bool incremental, uint64_t *bytes,
+		       struct why *why)
 {
 	struct image_region *r = incremental ? out : whole;
 	struct image_header hdr;
@@ -178,7 +177,7 @@ static int write_image(struct session *s, uint64_t id, bool incremental, uint64_
 	hdr.state_size = sizeof(captured);
 	memcpy(hdr.state, &captured, sizeof(captured));
 	store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));
-	ret = image_write(path, &hdr, r, nout, bytes, err, errlen);
+	ret = image_write(path, &hdr, r, nout, bytes, why);
 	if (!ret && incremental && getenv("STASIS_SHADOW_FULL"))
 		write_shadow(s, &hdr, whole, nout);
 	return ret;
@@ -219,17 +218,22 @@ static int agree_ok(struct session *s, int ret)
  * error is printed here unless it is a full disk, which rank 0 reports
  * once for all (report_no_space). */
 static int write_files(struct session *s, uint64_t id, int prep, bool incremental, uint64_t *bytes,
-		       int *all_ok, char *err, size_t errlen)
+		       int *all_ok, struct why *why)
 {
-	int ret = prep ? prep : write_image(s, id, incremental, bytes, err, errlen);
+	int ret = prep ? prep : write_image(s, id, incremental, bytes, why);
 
 	*all_ok = agree_ok(s, ret);
 	if (*all_ok && s->redset) {
-		ret = encode(s, id, err, errlen);
+		/* encode still fills a char buffer, as redset_encode does. */
+		char err[sizeof(why->msg)] = "";
+
+		ret = encode(s, id, err, sizeof(err));
+		if (ret)
+			why_set(why, ret, "%s", err);
 		*all_ok = agree_ok(s, ret);
 	}
 	if (ret && !no_space(ret))
-		pr_err("checkpoint %llu: %s", (unsigned long long)id, err);
+		pr_err("checkpoint %llu: %s", (unsigned long long)id, why->msg);
 	return ret;
 }
 
@@ -331,7 +335,7 @@ int checkpoint_take(struct session *s)
 /* The rest of checkpoint_take, out of the function that calls getcontext. */
 static int write_and_commit(struct session *s, uint64_t id, double t0)
 {
-	char err[1024] = "";
+	struct why why = WHY_INIT;
 	uint64_t bytes = 0, total_bytes = 0;
 	double ms, max_ms;
 	int all_ok, ret, prep, any_incremental, nospace;
@@ -339,13 +343,15 @@ static int write_and_commit(struct session *s, uint64_t id, double t0)
 	struct commit_record rec;
 
 	fault_set_checkpoint(id);
-	prep = prepare_image(s, &can_incremental, err, sizeof(err));
+	prep = prepare_image(s, &can_incremental, &why);
 	incremental = can_incremental && !diskspace_prefer_full(s, diskspace_image_bytes(whole, nout, true),
 							    diskspace_image_bytes(out, nout, false));
 	/* A full disk: make room the safe way, then try again; a full image
 	 * that does not fit may still fit as the incremental one it replaced. */
 	for (;;) {
-		ret = write_files(s, id, prep, incremental, &bytes, &all_ok, err, sizeof(err));
+		if (!prep) /* each attempt says its own why (prepare_image's stays) */
+			why_clear(&why);
+		ret = write_files(s, id, prep, incremental, &bytes, &all_ok, &why);
 		if (all_ok)
 			break;
 		store_remove(&s->store, id); /* this attempt's files, before a retry */
@@ -366,7 +372,7 @@ static int write_and_commit(struct session *s, uint64_t id, double t0)
 	tracking_committed(s, all_ok, incremental);
 	if (!all_ok) {
 		if (nospace)
-			report_no_space(s, id, no_space(ret), err, freed);
+			report_no_space(s, id, no_space(ret), why.msg, freed);
 		else if (s->rank == 0)
 			pr_warn("checkpoint %llu failed on some rank; the previous checkpoint "
 				"stays the newest",
@@ -389,9 +395,9 @@ static int write_and_commit(struct session *s, uint64_t id, double t0)
 	rec.parent_id = incremental ? s->last_id : 0;
 	rec.nranks = s->size;
 	rec.image_bytes = bytes;
-	ret = store_commit(&s->store, &rec, err, sizeof(err));
+	ret = store_commit(&s->store, &rec, &why);
 	if (ret)
-		pr_err("checkpoint %llu: %s", (unsigned long long)id, err);
+		pr_err("checkpoint %llu: %s", (unsigned long long)id, why.msg);
 	s->last_id = id;
 	if (!ret) /* without our own record, our newest would look incomplete */
 		retention_prune(s);

@@ -74,20 +74,19 @@ static void write_marker(void)
 	close(fd);
 }
 
-int flush_open(struct session *s, char *err, size_t errlen)
+int flush_open(struct session *s, struct why *why)
 {
-	char why[4400];
+	struct why st = WHY_INIT;
 	int ret;
 
 	if (!s->cfg.flush_dir[0])
 		return 0;
-	ret = store_open(&fl, s->cfg.flush_dir, s->node, s->rank, s->job, true, why, sizeof(why));
+	ret = store_open(&fl, s->cfg.flush_dir, s->node, s->rank, s->job, true, &st);
 	if (ret) {
 		/* store_open names STASIS_DIR, the variable it usually serves. */
-		const char *rest = strncmp(why, "STASIS_DIR", 10) ? why : why + 10;
+		const char *rest = strncmp(st.msg, "STASIS_DIR", 10) ? st.msg : st.msg + 10;
 
-		stasis_errf(err, errlen, "STASIS_FLUSH_DIR%s%s", rest == why ? ": " : "", rest);
-		return ret;
+		return why_set(why, ret, "STASIS_FLUSH_DIR%s%s", rest == st.msg ? ": " : "", rest);
 	}
 	write_marker();
 	enabled = true;
@@ -103,7 +102,7 @@ uint64_t flush_newest_id(void)
 
 /* Copy src (read from its start) to path through path.tmp: synced, then
  * renamed and the directory synced, so that a file named path is whole. */
-static int copy_fd(int src, const char *path, char *err, size_t errlen)
+static int copy_fd(int src, const char *path, struct why *why)
 {
 	char tmp[4400];
 	struct stat st;
@@ -145,18 +144,17 @@ err:
 	if (out >= 0)
 		close(out);
 	unlink(tmp); /* our own temporary */
-	stasis_errf(err, errlen, "cannot copy to %s: %s", path, strerror(-ret));
-	return ret;
+	return why_set(why, ret, "cannot copy to %s: %s", path, strerror(-ret));
 }
 
 /* A flushed image counts only once it reads back whole. */
-static int verify_image(const char *path, char *err, size_t errlen)
+static int verify_image(const char *path, struct why *why)
 {
 	struct image *img;
-	int ret = image_open(path, &img, err, errlen);
+	int ret = image_open(path, &img, why);
 
 	if (!ret)
-		ret = image_verify(img, err, errlen);
+		ret = image_verify(img, why);
 	image_close(img);
 	return ret;
 }
@@ -169,13 +167,13 @@ static bool flushed(const struct commit_record *rec)
 	struct stat st;
 
 	store_path(&fl, rec->ckpt_id, STORE_IMAGE, path, sizeof(path));
-	return store_read_commit(&fl, rec->ckpt_id, &have, NULL, 0) == 0 && !stat(path, &st) &&
+	return store_read_commit(&fl, rec->ckpt_id, &have, NULL) == 0 && !stat(path, &st) &&
 	       (uint64_t)st.st_size == rec->image_bytes && have.image_bytes == rec->image_bytes;
 }
 
 static void *worker_main(void *arg)
 {
-	char path[4400], err[1024];
+	char path[4400];
 	bool ok = true;
 	int ret;
 
@@ -185,14 +183,17 @@ static void *worker_main(void *arg)
 	for (int i = job.n - 1; i >= 0 && ok; i--) {
 		if (flushed(&job.rec[i]))
 			continue;
+		struct why why = WHY_INIT;
+
 		store_path(&fl, job.rec[i].ckpt_id, STORE_IMAGE, path, sizeof(path));
-		ret = copy_fd(job.fd[i], path, err, sizeof(err));
+		ret = copy_fd(job.fd[i], path, &why);
 		if (!ret)
-			ret = verify_image(path, err, sizeof(err));
+			ret = verify_image(path, &why);
 		if (!ret)
-			ret = store_commit(&fl, &job.rec[i], err, sizeof(err));
+			ret = store_commit(&fl, &job.rec[i], &why);
 		if (ret) {
-			pr_warn("checkpoint %llu not flushed: %s", (unsigned long long)job.target, err);
+			pr_warn("checkpoint %llu not flushed: %s", (unsigned long long)job.target,
+				why.msg);
 			ok = false;
 		}
 	}
@@ -216,7 +217,7 @@ static int open_chain(struct session *s, uint64_t id)
 		struct commit_record *rec = &job.rec[job.n];
 		int fd;
 
-		if (job.n == MAX_CHAIN || store_read_commit(&s->store, cur, rec, NULL, 0) ||
+		if (job.n == MAX_CHAIN || store_read_commit(&s->store, cur, rec, NULL) ||
 		    rec->parent_id >= cur)
 			goto err;
 		store_path(&s->store, cur, STORE_IMAGE, path, sizeof(path));
@@ -321,7 +322,7 @@ static uint64_t newest_mine_below(uint64_t below)
 	int n = ids ? store_list(&fl, ids, 4096) : 0;
 
 	for (int i = n - 1; i >= 0 && !found; i--)
-		if (ids[i] < below && store_read_commit(&fl, ids[i], &rec, NULL, 0) == 0)
+		if (ids[i] < below && store_read_commit(&fl, ids[i], &rec, NULL) == 0)
 			found = ids[i];
 	free(ids);
 	return found;
@@ -340,7 +341,7 @@ uint64_t flush_complete_below(struct session *s, uint64_t below)
 		PMPI_Allreduce(&mine, &x, 1, MPI_UINT64_T, MPI_MAX, s->comm);
 		if (!x)
 			return 0;
-		have = enabled && store_read_commit(&fl, x, &rec, NULL, 0) == 0;
+		have = enabled && store_read_commit(&fl, x, &rec, NULL) == 0;
 		PMPI_Allreduce(&have, &all, 1, MPI_INT, MPI_LAND, s->comm);
 		if (all)
 			return x;
@@ -348,14 +349,14 @@ uint64_t flush_complete_below(struct session *s, uint64_t below)
 	}
 }
 
-int flush_fetch(struct session *s, uint64_t id, char *why, size_t len)
+int flush_fetch(struct session *s, uint64_t id, struct why *why)
 {
 	struct commit_record *rec = calloc(MAX_CHAIN, sizeof(*rec));
 	char from[4400], to[4400];
 	int n = 0, ok = rec != NULL, all;
 
 	for (uint64_t cur = id; ok && cur; cur = rec[n - 1].parent_id) {
-		ok = n < MAX_CHAIN && store_read_commit(&fl, cur, &rec[n], why, len) == 0 &&
+		ok = n < MAX_CHAIN && store_read_commit(&fl, cur, &rec[n], why) == 0 &&
 		     rec[n].parent_id < cur;
 		n += ok;
 	}
@@ -367,8 +368,8 @@ int flush_fetch(struct session *s, uint64_t id, char *why, size_t len)
 		store_path(&s->store, rec[i].ckpt_id, STORE_IMAGE, to, sizeof(to));
 		fd = open(from, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
-			stasis_errf(why, len, "%s: %s", from, strerror(errno));
-		ok = fd >= 0 && copy_fd(fd, to, why, len) == 0;
+			why_set(why, -errno, "%s: %s", from, strerror(errno));
+		ok = fd >= 0 && copy_fd(fd, to, why) == 0;
 		if (fd >= 0)
 			close(fd);
 	}
@@ -376,7 +377,7 @@ int flush_fetch(struct session *s, uint64_t id, char *why, size_t len)
 	/* Committed on the node-local level only once every rank has its
 	 * chain back: a record there proves the checkpoint whole everywhere. */
 	for (int i = n - 1; all && i >= 0; i--)
-		store_commit(&s->store, &rec[i], NULL, 0);
+		store_commit(&s->store, &rec[i], NULL);
 	free(rec);
 	if (all && s->rank == 0)
 		pr_warn("checkpoint %llu: fetched from the flush level %s", (unsigned long long)id,

@@ -24,10 +24,11 @@
 #include <stdint.h>
 
 struct session;
+struct why;
 
 /* At MPI_Init, after the node-local store: open (create) the flush
- * directory when STASIS_FLUSH_DIR is set. 0 or -errno with err set. */
-int flush_open(struct session *s, char *err, size_t errlen);
+ * directory when STASIS_FLUSH_DIR is set. 0 or -errno with why set. */
+int flush_open(struct session *s, struct why *why);
 /* Newest checkpoint id this rank has at the flush level (0: none): ids of
  * a new run or a restart are numbered above it. */
 uint64_t flush_newest_id(void);
@@ -45,7 +46,7 @@ uint64_t flush_complete_below(struct session *s, uint64_t below);
 /* Restart, collective: copy checkpoint id's chain of images from the
  * flush level back to the node-local directory and commit it there.
  * 0, or -errno on every rank with why set on the ranks that failed. */
-int flush_fetch(struct session *s, uint64_t id, char *why, size_t len);
+int flush_fetch(struct session *s, uint64_t id, struct why *why);
 /* The flush directory of this rank ("" without a flush level). */
 const char *flush_dir(void);
 

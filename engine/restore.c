@@ -45,7 +45,7 @@ static uint64_t newest_committed_below(struct session *s, uint64_t below)
 	struct commit_record rec;
 
 	for (int i = n - 1; i >= 0; i--)
-		if (ids[i] < below && store_read_commit(&s->store, ids[i], &rec, NULL, 0) == 0)
+		if (ids[i] < below && store_read_commit(&s->store, ids[i], &rec, NULL) == 0)
 			return ids[i];
 	return 0;
 }
@@ -65,52 +65,52 @@ static void unload(void)
 }
 
 /* Open image id of this rank and check that it belongs to this run. */
-static enum verdict load_image(struct session *s, uint64_t id, struct restore_image *l, char *why,
-			       size_t len)
+static enum verdict load_image(struct session *s, uint64_t id, struct restore_image *l,
+			       struct why *why)
 {
 	char path[4200];
 	const struct image_header *h;
 
 	store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));
 	if (fault_hit_at(FAULT_FAIL_RESTORE_OPEN, id)) {
-		snprintf(why, len, "%s: %s", path, strerror(errno));
+		why_set(why, -errno, "%s: %s", path, strerror(errno));
 		return UNUSABLE;
 	}
-	if (image_open(path, &l->img, why, len))
+	if (image_open(path, &l->img, why))
 		return UNUSABLE;
 	h = image_header(l->img);
 	if (h->nranks != (uint32_t)s->size) {
-		snprintf(why, len, "checkpoint %llu was taken with %u ranks, this run has %d",
-			 (unsigned long long)id, h->nranks, s->size);
+		why_set(why, -EBADMSG, "checkpoint %llu was taken with %u ranks, this run has %d",
+			(unsigned long long)id, h->nranks, s->size);
 		return FATAL;
 	}
 	if (h->exe_hash != s->exe_hash) {
-		snprintf(why, len,
-			 "checkpoint %llu was taken by a different executable than /proc/self/exe "
-			 "(%s)",
-			 (unsigned long long)id, s->job);
+		why_set(why, -EBADMSG,
+			"checkpoint %llu was taken by a different executable than /proc/self/exe "
+			"(%s)",
+			(unsigned long long)id, s->job);
 		return FATAL;
 	}
 	if (h->stasis_hash != s->stasis_hash) {
 		/* The saved stack returns into stasis's code: another build's
 		 * code at those addresses would run the program on wrong state. */
-		snprintf(why, len,
-			 "checkpoint %llu was taken by another build of stasis (libstasis.so "
-			 "differs): restart with the stasis that took it",
-			 (unsigned long long)id);
+		why_set(why, -EBADMSG,
+			"checkpoint %llu was taken by another build of stasis (libstasis.so "
+			"differs): restart with the stasis that took it",
+			(unsigned long long)id);
 		return FATAL;
 	}
 	if (h->args_hash != s->args_hash) {
-		snprintf(why, len,
-			 "checkpoint %llu was taken with other program arguments: restart with "
-			 "the command line of the run it continues",
-			 (unsigned long long)id);
+		why_set(why, -EBADMSG,
+			"checkpoint %llu was taken with other program arguments: restart with "
+			"the command line of the run it continues",
+			(unsigned long long)id);
 		return FATAL;
 	}
 	if (h->rank != (uint32_t)s->rank || h->ckpt_id != id ||
 	    h->state_size != sizeof(struct saved_state)) {
-		snprintf(why, len, "%s: header does not describe rank %d, checkpoint %llu", path,
-			 s->rank, (unsigned long long)id);
+		why_set(why, -EBADMSG, "%s: header does not describe rank %d, checkpoint %llu",
+			path, s->rank, (unsigned long long)id);
 		return UNUSABLE;
 	}
 	return USABLE;
@@ -119,34 +119,34 @@ static enum verdict load_image(struct session *s, uint64_t id, struct restore_im
 /* Load checkpoint id: open its image and its parents' back to a full one
  * (headers and tables checked), then read and verify every region of
  * each while the memory they go to is populated (restore_read.h). */
-static enum verdict load(struct session *s, uint64_t id, char *why, size_t len)
+static enum verdict load(struct session *s, uint64_t id, struct why *why)
 {
 	uint64_t next = id;
 	enum verdict v;
 
 	while (next) {
 		if (nchain == MAX_CHAIN) {
-			snprintf(why, len, "checkpoint %llu: chain of more than %d images",
-				 (unsigned long long)id, MAX_CHAIN);
+			why_set(why, -EBADMSG, "checkpoint %llu: chain of more than %d images",
+				(unsigned long long)id, MAX_CHAIN);
 			return UNUSABLE;
 		}
-		v = load_image(s, next, &chain[nchain++], why, len);
+		v = load_image(s, next, &chain[nchain++], why);
 		if (v != USABLE)
 			return v;
 		next = image_header(chain[nchain - 1].img)->parent_id;
 		if (next >= image_header(chain[nchain - 1].img)->ckpt_id) {
-			snprintf(why, len, "checkpoint %llu: parent %llu is not older",
-				 (unsigned long long)id, (unsigned long long)next);
+			why_set(why, -EBADMSG, "checkpoint %llu: parent %llu is not older",
+				(unsigned long long)id, (unsigned long long)next);
 			return UNUSABLE;
 		}
 	}
 	if (restore_read_prepare(chain, nchain)) {
-		snprintf(why, len, "cannot map the application arena for checkpoint %llu",
-			 (unsigned long long)id);
+		why_set(why, -EBADMSG, "cannot map the application arena for checkpoint %llu",
+			(unsigned long long)id);
 		return UNUSABLE;
 	}
 	for (int c = 0; c < nchain; c++)
-		if (restore_read_verify(&chain[c], image_header(chain[c].img)->ckpt_id, why, len))
+		if (restore_read_verify(&chain[c], image_header(chain[c].img)->ckpt_id, why))
 			return UNUSABLE;
 	memcpy(&target, image_header(chain[0].img)->state, sizeof(target));
 	return USABLE;
@@ -176,8 +176,13 @@ static void jump_into_image(void)
  * redundancy data of their sets. Collective; 0 when every image of the
  * chain is whole again on every rank, else -EUCLEAN with why set (by the
  * codec, naming the set, the lost ranks and the tolerance). */
-static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
+static int rebuild_chain(struct session *s, uint64_t id, struct why *out)
 {
+	/* redset_rebuild still says why in a char buffer: its line is left
+	 * to the conversion of redundancy/, the cause copied into out. */
+	char why[sizeof(out->msg)] = "";
+	size_t len = sizeof(why);
+
 	while (id) {
 		char path[4200], red[64];
 		struct why rebuilt = WHY_INIT;
@@ -187,8 +192,8 @@ static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
 
 		fault_set_checkpoint(id);
 		store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));
-		if (!image_open(path, &img, NULL, 0)) {
-			have = image_verify(img, NULL, 0) == 0;
+		if (!image_open(path, &img, NULL)) {
+			have = image_verify(img, NULL) == 0;
 			parent = image_header(img)->parent_id;
 			image_close(img);
 		}
@@ -200,8 +205,8 @@ static int rebuild_chain(struct session *s, uint64_t id, char *why, size_t len)
 				snprintf(why, len, "%s", rebuilt.msg);
 			PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, s->comm);
 			if (!ok)
-				return -EUCLEAN;
-			if (!have && !image_open(path, &img, NULL, 0)) {
+				return why[0] ? why_set(out, -EUCLEAN, "%s", why) : -EUCLEAN;
+			if (!have && !image_open(path, &img, NULL)) {
 				parent = image_header(img)->parent_id;
 				image_close(img);
 			}
@@ -258,8 +263,8 @@ static void complete_records(struct session *s)
 		    .ckpt_id = h->ckpt_id, .parent_id = h->parent_id, .nranks = h->nranks};
 		struct commit_record have;
 
-		if (store_read_commit(&s->store, h->ckpt_id, &have, NULL, 0))
-			store_commit(&s->store, &rec, NULL, 0);
+		if (store_read_commit(&s->store, h->ckpt_id, &have, NULL))
+			store_commit(&s->store, &rec, NULL);
 	}
 }
 
@@ -278,38 +283,38 @@ static double monotonic(void)
  * is complete there. Collective; the worst verdict of any rank, *v this
  * rank's, why its reason (empty on a rank that has none of its own). */
 static int try_load(struct session *s, uint64_t id, bool local, bool flushed, enum verdict *v,
-		    char *why, size_t len, bool *heavy)
+		    struct why *why, bool *heavy)
 {
 	int worst = UNUSABLE;
 
-	why[0] = 0;
+	why_clear(why);
 	*v = UNUSABLE;
 	if (local) {
-		*v = load(s, id, why, len);
+		*v = load(s, id, why);
 		PMPI_Allreduce(v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
 	}
 	if (local && worst == UNUSABLE && redundancy_tolerance(s->redset)) {
 		unload();
 		/* From here why is the rebuild's: a rank whose own set was
 		 * whole has none, and must not pass on a stale one. */
-		why[0] = 0;
+		why_clear(why);
 		*v = UNUSABLE;
-		if (rebuild_chain(s, id, why, len) == 0) {
+		if (rebuild_chain(s, id, why) == 0) {
 			*heavy = true;
-			*v = load(s, id, why, len);
+			*v = load(s, id, why);
 			PMPI_Allreduce(v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
 		}
 	}
 	if (worst == UNUSABLE && flushed) {
 		unload();
-		if (local && *v == UNUSABLE && why[0])
-			pr_warn("checkpoint %llu cannot be used from %s: %s", (unsigned long long)id,
-				s->store.dir, why);
-		why[0] = 0;
+		if (local && *v == UNUSABLE && why_said(why))
+			pr_warn("checkpoint %llu cannot be used from %s: %s",
+				(unsigned long long)id, s->store.dir, why->msg);
+		why_clear(why);
 		*v = UNUSABLE;
-		if (flush_fetch(s, id, why, len) == 0) {
+		if (flush_fetch(s, id, why) == 0) {
 			*heavy = true;
-			*v = load(s, id, why, len);
+			*v = load(s, id, why);
 			PMPI_Allreduce(v, &worst, 1, MPI_INT, MPI_MAX, s->comm);
 		}
 	}
@@ -322,7 +327,7 @@ static int try_load(struct session *s, uint64_t id, bool local, bool flushed, en
 static int resume_from(struct session *s, uint64_t id, double t0, bool heavy)
 {
 	static struct restart_input in;
-	char why[1024] = "";
+	struct why why = WHY_INIT;
 	double t1;
 
 	target_id = id;
@@ -335,9 +340,9 @@ static int resume_from(struct session *s, uint64_t id, double t0, bool heavy)
 		return -EINVAL;
 	/* From here memory is overwritten: a failure stops the process. */
 	t1 = monotonic();
-	if (restore_read_apply(chain, nchain, why, sizeof(why))) {
+	if (restore_read_apply(chain, nchain, &why)) {
 		pr_err("checkpoint %llu: cannot put the program's memory back: %s",
-		       (unsigned long long)id, why);
+		       (unsigned long long)id, why.msg);
 		return -EIO;
 	}
 	if (parts_restart_stage(s, STAGE_REATTACH, &in))
@@ -361,7 +366,7 @@ static int resume_from(struct session *s, uint64_t id, double t0, bool heavy)
  * back is fetched from the flush level when it is complete there. */
 int restore_latest(struct session *s)
 {
-	char why[8192] = "", newest_why[8192] = "";
+	struct why why = WHY_INIT, newest = WHY_INIT;
 	uint64_t cand, flushed, id = 0, why_at = 0;
 	double t0 = monotonic();
 	bool heavy = false, local;
@@ -380,23 +385,24 @@ int restore_latest(struct session *s)
 	while (cand || flushed) {
 		id = cand > flushed ? cand : flushed;
 		local = cand == id;
-		worst = try_load(s, id, local, flushed == id, &v, why, sizeof(why), &heavy);
+		worst = try_load(s, id, local, flushed == id, &v, &why, &heavy);
 		if (worst == USABLE)
 			return resume_from(s, id, t0, heavy);
 		unload();
 		/* Ranks without a reason of their own (their set was whole, the
 		 * checkpoint failed elsewhere) neither warn nor report. */
-		if (!newest_why[0] && v != USABLE && why[0]) {
-			snprintf(newest_why, sizeof(newest_why), "checkpoint %llu: %s",
-				 (unsigned long long)id, why);
+		if (!why_said(&newest) && v != USABLE && why_said(&why)) {
+			newest = why;
+			why_prefix(&newest, "checkpoint %llu", (unsigned long long)id);
 			why_at = id;
 		}
 		if (worst == FATAL) {
-			session_report(s, v == FATAL, why);
+			session_report(s, v == FATAL, why.msg);
 			return -EINVAL;
 		}
-		if (v == UNUSABLE && why[0])
-			pr_warn("checkpoint %llu cannot be used: %s", (unsigned long long)id, why);
+		if (v == UNUSABLE && why_said(&why))
+			pr_warn("checkpoint %llu cannot be used: %s", (unsigned long long)id,
+				why.msg);
 		if (local)
 			cand = allreduce_max(s, newest_committed_below(s, id));
 		if (flushed == id)
@@ -405,12 +411,12 @@ int restore_latest(struct session *s)
 	/* None usable: the newest checkpoint's reason, from the lowest rank
 	 * that has one (rank 0 alone if none has). */
 	{
-		char line[8400];
+		char line[sizeof(newest.msg) + 64];
 		uint64_t at = allreduce_max(s, why_at);
 
 		snprintf(line, sizeof(line), "no usable checkpoint to restart from%s%s",
-			 newest_why[0] ? ": " : "", newest_why);
-		session_report(s, at ? newest_why[0] && why_at == at : s->rank == 0, line);
+			 why_said(&newest) ? ": " : "", newest.msg);
+		session_report(s, at ? why_said(&newest) && why_at == at : s->rank == 0, line);
 	}
 	return -EBADMSG;
 }

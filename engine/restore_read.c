@@ -131,8 +131,7 @@ struct verifier {
 	struct restore_image *ri;
 	const struct region_record *r;
 	struct region_check *chk;
-	char *why;
-	size_t len;
+	struct why *why;
 };
 
 /* The oldest read: keep what is kept of it, feed it to its region's check,
@@ -146,44 +145,42 @@ static int verify_pop(struct verifier *v)
 	uint64_t keep, n;
 
 	if (!req) {
-		snprintf(v->why, v->len, "%s: %s", image_path(v->ri->img), strerror(-ret));
-		return ret;
+		return why_set(v->why, ret, "%s: %s", image_path(v->ri->img), strerror(-ret));
 	}
 	i = req->tag;
 	c = &v->chk[i];
 	keep = kept_bytes(&v->r[i]);
 	n = req->len;
 	if (ret == -EIO)
-		return image_check_end(v->ri->img, i, c, v->why, v->len); /* truncated */
+		return image_check_end(v->ri->img, i, c, v->why); /* truncated */
 	if (ret) {
-		snprintf(v->why, v->len, "%s: region %zu: %s", image_path(v->ri->img), i,
-			 strerror(-ret));
-		return ret;
+		return why_set(v->why, ret, "%s: region %zu: %s", image_path(v->ri->img), i,
+			       strerror(-ret));
 	}
 	if (c->pos < keep)
 		memcpy((char *)v->ri->kept[i] + c->pos, req->iov[0].iov_base,
 		       keep - c->pos < n ? keep - c->pos : n);
 	image_check_feed(c, req->iov[0].iov_base, n);
 	if (c->pos == v->r[i].stored_bytes)
-		return image_check_end(v->ri->img, i, c, v->why, v->len);
+		return image_check_end(v->ri->img, i, c, v->why);
 	return 0;
 }
 
-int restore_read_verify(struct restore_image *ri, uint64_t id, char *why, size_t len)
+int restore_read_verify(struct restore_image *ri, uint64_t id, struct why *why)
 {
 	const struct image_header *h = image_header(ri->img);
-	struct verifier v = {.ri = ri, .r = image_regions(ri->img), .why = why, .len = len};
+	struct verifier v = {.ri = ri, .r = image_regions(ri->img), .why = why};
 	int fd = image_fd(ri->img), ret;
 	double t0 = now_s();
 
-	why[0] = 0;
+	why_clear(why); /* as the buffer it replaces: a caller may try again with it */
 	ri->kept = calloc(h->nregions ? h->nregions : 1, sizeof(*ri->kept));
 	v.chk = calloc(h->nregions ? h->nregions : 1, sizeof(*v.chk));
 	ret = !ri->kept || !v.chk ? -ENOMEM : verify_buffers();
 	if (!ret)
 		ret = readq_init(&v.q, DEPTH);
 	if (ret) {
-		snprintf(why, len, "%s: cannot read it: %s", image_path(ri->img), strerror(-ret));
+		why_set(why, ret, "%s: cannot read it: %s", image_path(ri->img), strerror(-ret));
 		free(v.chk);
 		return ret;
 	}
@@ -192,18 +189,18 @@ int restore_read_verify(struct restore_image *ri, uint64_t id, char *why, size_t
 
 		if (i == h->nregions / 2 && fault_hit_at(FAULT_FAIL_RESTORE_READ, id)) {
 			ret = -errno;
-			snprintf(why, len, "%s: region %zu: %s", image_path(ri->img), i,
-				 strerror(errno));
+			why_set(why, ret, "%s: region %zu: %s", image_path(ri->img), i,
+				strerror(-ret));
 			break;
 		}
 		image_check_begin(ri->img, i, &v.chk[i]);
 		if (kept_bytes(r) && !(ri->kept[i] = malloc(kept_bytes(r)))) {
 			ret = -ENOMEM;
-			snprintf(why, len, "out of memory reading %s", image_path(ri->img));
+			why_set(why, ret, "out of memory reading %s", image_path(ri->img));
 			break;
 		}
 		if (!r->stored_bytes)
-			ret = image_check_end(ri->img, i, &v.chk[i], why, len);
+			ret = image_check_end(ri->img, i, &v.chk[i], why);
 		for (uint64_t pos = 0; pos < r->stored_bytes && !ret; pos += CHUNK) {
 			struct iovec iov;
 
@@ -214,8 +211,8 @@ int restore_read_verify(struct restore_image *ri, uint64_t id, char *why, size_t
 			iov.iov_len = r->stored_bytes - pos < CHUNK ? r->stored_bytes - pos : CHUNK;
 			ret = readq_push(&v.q, fd, r->file_offset + pos, &iov, 1, i);
 			if (ret)
-				snprintf(why, len, "%s: region %zu: %s", image_path(ri->img), i,
-					 strerror(-ret));
+				why_set(why, ret, "%s: region %zu: %s", image_path(ri->img), i,
+					strerror(-ret));
 		}
 	}
 	while (!ret && !readq_empty(&v.q))
@@ -310,15 +307,14 @@ struct applier {
 	uint64_t off, bytes;
 	size_t region;
 	char *bounce;
-	char *why;
-	size_t len;
+	struct why *why;
 };
 
 static int apply_feed(struct applier *a, size_t i, const void *data, uint64_t n)
 {
 	image_check_feed(&a->chk[i], data, n);
 	if (a->chk[i].pos == a->r[i].stored_bytes)
-		return image_check_end(a->ri->img, i, &a->chk[i], a->why, a->len);
+		return image_check_end(a->ri->img, i, &a->chk[i], a->why);
 	return 0;
 }
 
@@ -328,9 +324,8 @@ static int apply_pop(struct applier *a)
 	int ret = readq_pop(&a->q, &req);
 
 	if (ret) {
-		snprintf(a->why, a->len, "%s: %s", image_path(a->ri->img),
-			 ret == -EIO ? "truncated" : strerror(-ret));
-		return ret;
+		return why_set(a->why, ret, "%s: %s", image_path(a->ri->img),
+			       ret == -EIO ? "truncated" : strerror(-ret));
 	}
 	for (unsigned k = 0; k < req->niov && !ret; k++)
 		ret = apply_feed(a, req->tag, req->iov[k].iov_base, req->iov[k].iov_len);
@@ -347,8 +342,8 @@ static int apply_flush(struct applier *a)
 		ret = apply_pop(a);
 	if (!ret)
 		ret = readq_push(&a->q, a->fd, a->off, a->iov, a->niov, a->region);
-	if (ret && !a->why[0])
-		snprintf(a->why, a->len, "%s: %s", image_path(a->ri->img), strerror(-ret));
+	if (ret) /* kept when apply_pop said why first */
+		why_set(a->why, ret, "%s: %s", image_path(a->ri->img), strerror(-ret));
 	a->niov = 0;
 	a->bytes = 0;
 	return ret;
@@ -404,9 +399,9 @@ static int apply_bounce(struct applier *a, size_t i, uintptr_t dst, uint64_t off
 		got = pread(a->fd, a->bounce, PAGE, off);
 	while (got < 0 && errno == EINTR);
 	if (got != (ssize_t)PAGE) {
-		snprintf(a->why, a->len, "%s: region %zu: %s", image_path(a->ri->img), i,
-			 got < 0 ? strerror(errno) : "truncated");
-		return got < 0 ? -errno : -EIO;
+		ret = got < 0 ? -errno : -EIO;
+		return why_set(a->why, ret, "%s: region %zu: %s", image_path(a->ri->img), i,
+			       got < 0 ? strerror(-ret) : "truncated");
 	}
 	ret = apply_feed(a, i, a->bounce, PAGE);
 	if (!ret)
@@ -470,8 +465,8 @@ static int apply_image(struct applier *a)
 	a->fd = image_fd(a->ri->img);
 	a->chk = calloc(n ? n : 1, sizeof(*a->chk));
 	if (!a->chk) {
-		snprintf(a->why, a->len, "out of memory restoring %s", image_path(a->ri->img));
-		return -ENOMEM;
+		return why_set(a->why, -ENOMEM, "out of memory restoring %s",
+			       image_path(a->ri->img));
 	}
 	for (size_t i = 0; i < n && !ret; i++)
 		if (is_memory(a->r[i].kind) && a->r[i].kind != REGION_STACK)
@@ -485,24 +480,23 @@ static int apply_image(struct applier *a)
 	for (size_t i = 0; i < n && !ret; i++)
 		if (is_memory(a->r[i].kind) && a->r[i].kind != REGION_STACK &&
 		    a->chk[i].pos != a->r[i].stored_bytes) {
-			snprintf(a->why, a->len, "%s: region %zu: %llu of %llu bytes put back",
-				 image_path(a->ri->img), i, (unsigned long long)a->chk[i].pos,
-				 (unsigned long long)a->r[i].stored_bytes);
-			ret = -EIO;
+			ret = why_set(a->why, -EIO, "%s: region %zu: %llu of %llu bytes put back",
+				      image_path(a->ri->img), i, (unsigned long long)a->chk[i].pos,
+				      (unsigned long long)a->r[i].stored_bytes);
 		}
 	free(a->chk);
 	a->chk = NULL;
 	return ret;
 }
 
-int restore_read_apply(const struct restore_image *chain, int n, char *why, size_t len)
+int restore_read_apply(const struct restore_image *chain, int n, struct why *why)
 {
-	struct applier a = {.why = why, .len = len};
+	struct applier a = {.why = why};
 	int ret;
 
 	double t0;
 
-	why[0] = 0;
+	why_clear(why); /* as the buffer it replaces */
 	verify_buffers_free();
 	populate_all();
 	t0 = now_s();
@@ -514,8 +508,8 @@ int restore_read_apply(const struct restore_image *chain, int n, char *why, size
 		a.ri = &chain[c];
 		ret = apply_image(&a);
 	}
-	if (ret && !why[0])
-		snprintf(why, len, "cannot read the images: %s", strerror(-ret));
+	if (ret) /* kept when a step above said why first */
+		why_set(why, ret, "cannot read the images: %s", strerror(-ret));
 	readq_exit(&a.q);
 	munmap(a.bounce, PAGE);
 	pr_debug("memory read into place in %.0f ms", (now_s() - t0) * 1e3);

@@ -46,7 +46,7 @@ int restore_read_prepare(const struct restore_image *chain, int n);
 /* Read and check every region of ri->img, keeping what the restore needs.
  * The fault point fail-restore-read (checkpoint id) fails it half way.
  * 0, or -errno with why naming the file and the cause. */
-int restore_read_verify(struct restore_image *ri, uint64_t id, char *why, size_t len);
+int restore_read_verify(struct restore_image *ri, uint64_t id, struct why *why);
 
 /* The record of the given kind verify kept of ri->img (SECTION_MPI,
  * SECTION_SIGNALS, ...: a region that is not memory), or NULL; *len its
@@ -56,7 +56,7 @@ const void *restore_read_kept(const struct restore_image *ri, uint32_t kind, siz
 /* Put the memory regions of chain[0..n) (newest first) except the stacks
  * into place, oldest first. 0, or -errno with why set: memory is then
  * half written. */
-int restore_read_apply(const struct restore_image *chain, int n, char *why, size_t len);
+int restore_read_apply(const struct restore_image *chain, int n, struct why *why);
 
 /* Copy the stacks verify kept into place, oldest first. For a function
  * that runs on another stack; uses almost none of its own. */

@@ -39,10 +39,10 @@ static uint64_t parent_of(const struct store *st, uint64_t id)
 	char path[4200];
 	uint64_t parent = 0;
 
-	if (!store_read_commit(st, id, &rec, NULL, 0))
+	if (!store_read_commit(st, id, &rec, NULL))
 		return rec.parent_id;
 	store_path(st, id, STORE_IMAGE, path, sizeof(path));
-	if (!image_open(path, &img, NULL, 0)) {
+	if (!image_open(path, &img, NULL)) {
 		parent = image_header(img)->parent_id;
 		image_close(img);
 	}
@@ -140,7 +140,7 @@ static int prune(const struct store *st, uint64_t newest, uint64_t own_from, int
 	for (int i = n - 1; i >= 0 && kept < keep_n; i--) {
 		struct commit_record rec;
 
-		if (l.ids[i] > newest || store_read_commit(st, l.ids[i], &rec, NULL, 0))
+		if (l.ids[i] > newest || store_read_commit(st, l.ids[i], &rec, NULL))
 			continue;
 		kept++;
 		keep_chain(st, l.ids, n, i, l.keep);

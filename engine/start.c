@@ -169,9 +169,9 @@ void engine_after_init(int required, int provided)
 	PMPI_Comm_rank(MPI_COMM_WORLD, &s->rank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &s->size);
 	stasis_log_rank = s->rank;
-	if (config_load(&s->cfg, err, sizeof(err))) {
+	if (config_load(&s->cfg, &why)) {
 		if (s->rank == 0)
-			pr_err("%s", err);
+			pr_err("%s", why.msg);
 		stop_run();
 	}
 	/* The schemes' names are the redundancy layer's: one a user mistyped
@@ -202,33 +202,29 @@ void engine_after_init(int required, int provided)
 	s->args_hash = args_crc64();
 	s->stasis_hash = stasis_crc64();
 
-	s->dirty = dirty_select(s->cfg.dirty, err, sizeof(err));
-	ret = !s->dirty && err[0] ? -EINVAL : 0;
+	s->dirty = dirty_select(s->cfg.dirty, &why);
+	ret = !s->dirty && why_said(&why) ? -EINVAL : 0;
 	if (!ret && s->rank == 0)
 		pr_info("dirty-page tracking: %s (STASIS_DIRTY=%s)",
 			s->dirty ? s->dirty->name : "off", s->cfg.dirty);
 	if (!ret)
 		ret = redundancy_domain(MPI_COMM_WORLD, s->cfg.failure_domain, &s->node, &why);
-	if (ret && why_said(&why))
-		snprintf(err, sizeof(err), "%s", why.msg);
 	if (!ret)
-		ret = store_open(&s->store, s->cfg.dir, s->node, s->rank, s->job, true, err,
-				 sizeof(err));
+		ret = store_open(&s->store, s->cfg.dir, s->node, s->rank, s->job, true, &why);
 	if (!ret)
-		ret = store_lock(&s->store, err, sizeof(err));
+		ret = store_lock(&s->store, &why);
 	if (!ret)
-		ret = flush_open(s, err, sizeof(err));
+		ret = flush_open(s, &why);
 	/* The set is made by every rank together: only once all got here. */
 	mine = ret != 0;
 	PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
 	if (!ret) {
 		ret = make_set(s, scheme, &why);
-		snprintf(err, sizeof(err), "%s", why.msg);
 		mine = ret != 0;
 		PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
 	}
 	if (ret) {
-		session_report(s, mine && err[0], err);
+		session_report(s, mine && why_said(&why), why.msg);
 		stop_run();
 	}
 	tracking_set_program_protected(maps_protected);

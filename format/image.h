@@ -3,7 +3,7 @@
  * checksums are ISA-L crc64. Files are created 0600; an image is written to
  * "<path>.tmp", synced, then renamed to <path> and the directory synced, so
  * a file named <path> is always whole. Nothing in a file is trusted before
- * its checksum is checked. Functions return 0 or -errno; on failure `err`
+ * its checksum is checked. Functions return 0 or -errno; on failure `why`
  * (if not NULL) holds one line naming the cause and the file. */
 #ifndef STASIS_IMAGE_H
 #define STASIS_IMAGE_H
@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "format.h"
+#include "why.h"
 
 /* One region to save, read straight from live memory. */
 struct image_region {
@@ -27,18 +28,18 @@ struct image_region {
  * uid, nregions, data_bytes, created_ns, checksums. On return *bytes_written
  * (may be NULL) is the file size. */
 int image_write(const char *path, struct image_header *hdr, const struct image_region *regions,
-		size_t nregions, uint64_t *bytes_written, char *err, size_t errlen);
+		size_t nregions, uint64_t *bytes_written, struct why *why);
 
 struct image; /* an open, header-verified image */
 
 /* Open, read and verify the header and region table (magic, version,
  * owner uid, sizes against the file length, both crcs). */
-int image_open(const char *path, struct image **out, char *err, size_t errlen);
+int image_open(const char *path, struct image **out, struct why *why);
 const struct image_header *image_header(const struct image *img);
 const struct region_record *image_regions(const struct image *img);
 /* Read region i's stored bytes (stored_bytes of them) into buf and check
- * its crc: -EBADMSG with err set when it does not match. */
-int image_read_region(struct image *img, size_t i, void *buf, char *err, size_t errlen);
+ * its crc: -EBADMSG with why set when it does not match. */
+int image_read_region(struct image *img, size_t i, void *buf, struct why *why);
 /* The open file and its name, for readers of their own (restore_read.c):
  * nothing read through them is trusted before the checks below passed. */
 int image_fd(const struct image *img);
@@ -46,7 +47,7 @@ const char *image_path(const struct image *img);
 
 /* The checks of image_read_region, for bytes read by someone else: begin
  * with region i, feed its stored bytes in file order (any piece sizes),
- * end: 0, or -EBADMSG with err naming the file and what is wrong (short,
+ * end: 0, or -EBADMSG with why naming the file and what is wrong (short,
  * crc mismatch, a bitmap that does not match the stored pages). */
 struct region_check {
 	const struct region_record *r;
@@ -55,11 +56,11 @@ struct region_check {
 };
 void image_check_begin(const struct image *img, size_t i, struct region_check *c);
 void image_check_feed(struct region_check *c, const void *data, uint64_t n);
-int image_check_end(const struct image *img, size_t i, const struct region_check *c, char *err,
-		    size_t errlen);
+int image_check_end(const struct image *img, size_t i, const struct region_check *c,
+		    struct why *why);
 
 /* Read every region and check every crc, keeping nothing. */
-int image_verify(struct image *img, char *err, size_t errlen);
+int image_verify(struct image *img, struct why *why);
 void image_close(struct image *img);
 
 /* crc64 of a whole file (used for the executable hash). */

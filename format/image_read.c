@@ -94,30 +94,27 @@ void image_check_feed(struct region_check *c, const void *data, uint64_t n)
 	c->pos += n;
 }
 
-int image_check_end(const struct image *img, size_t i, const struct region_check *c, char *err,
-		    size_t errlen)
+int image_check_end(const struct image *img, size_t i, const struct region_check *c,
+		    struct why *why)
 {
 	const struct region_record *r = c->r;
 
 	if (c->pos != r->stored_bytes) {
-		stasis_errf(err, errlen,
-			    "%s: truncated: region %zu needs bytes up to %llu, file has %llu",
-			    img->path, i, (unsigned long long)(r->file_offset + r->stored_bytes),
-			    (unsigned long long)(r->file_offset + c->pos));
-		return -EBADMSG;
+		return why_set(why, -EBADMSG,
+			       "%s: truncated: region %zu needs bytes up to %llu, file has %llu",
+			       img->path, i, (unsigned long long)(r->file_offset + r->stored_bytes),
+			       (unsigned long long)(r->file_offset + c->pos));
 	}
 	if (c->crc != r->data_crc) {
-		stasis_errf(err, errlen, "%s: region %zu (addr 0x%llx) checksum mismatch",
-			    img->path, i, (unsigned long long)r->addr);
-		return -EBADMSG;
+		return why_set(why, -EBADMSG, "%s: region %zu (addr 0x%llx) checksum mismatch",
+			       img->path, i, (unsigned long long)r->addr);
 	}
 	if ((r->flags & REGION_PARTIAL) &&
 	    (!c->bm_ok || image_bitmap_bytes(r->length) + c->bits * PAGE != r->stored_bytes)) {
-		stasis_errf(
-		    err, errlen,
+		return why_set(
+		    why, -EBADMSG,
 		    "%s: region %zu (addr 0x%llx): bitmap does not match its %llu stored bytes",
 		    img->path, i, (unsigned long long)r->addr, (unsigned long long)r->stored_bytes);
-		return -EBADMSG;
 	}
 	return 0;
 }
@@ -125,7 +122,7 @@ int image_check_end(const struct image *img, size_t i, const struct region_check
 /* Read region i's stored bytes chunk by chunk into buf (or, when buf is
  * NULL, through a scratch buffer), checking the crc and, for a partial
  * region, that the bitmap agrees with the number of stored pages. */
-static int check_region(struct image *img, size_t i, char *buf, char *err, size_t errlen)
+static int check_region(struct image *img, size_t i, char *buf, struct why *why)
 {
 	const struct region_record *r = &img->regions[i];
 	struct region_check c;
@@ -139,7 +136,7 @@ static int check_region(struct image *img, size_t i, char *buf, char *err, size_
 		if (scratch == MAP_FAILED) {
 			scratch = NULL;
 			ret = -errno;
-			stasis_errf(err, errlen, "%s: %s", img->path, strerror(-ret));
+			why_set(why, ret, "%s: %s", img->path, strerror(-ret));
 			goto err;
 		}
 	}
@@ -152,8 +149,7 @@ static int check_region(struct image *img, size_t i, char *buf, char *err, size_
 
 		if (got < 0) {
 			ret = got;
-			stasis_errf(err, errlen, "%s: region %zu: %s", img->path, i,
-				      strerror(-ret));
+			why_set(why, ret, "%s: region %zu: %s", img->path, i, strerror(-ret));
 			goto err;
 		}
 		image_check_feed(&c, dst, got);
@@ -161,7 +157,7 @@ static int check_region(struct image *img, size_t i, char *buf, char *err, size_
 			break; /* image_check_end says truncated */
 		pos += n;
 	}
-	ret = image_check_end(img, i, &c, err, errlen);
+	ret = image_check_end(img, i, &c, why);
 err:
 	if (scratch)
 		munmap(scratch, READ_CHUNK);
@@ -173,7 +169,7 @@ err:
  * crc is the whole region's), so its popcount is checked here only as an
  * early, cheap sign of damage; check_region checks it again after the crc. */
 static int check_record(struct image *img, size_t i, uint64_t data_start, uint64_t *prev_end,
-			char *err, size_t errlen)
+			struct why *why)
 {
 	const struct region_record *r = &img->regions[i];
 	const char *p = img->path;
@@ -181,40 +177,36 @@ static int check_record(struct image *img, size_t i, uint64_t data_start, uint64
 	uint64_t npages = r->length / PAGE, words = (npages + 63) / 64;
 
 	if (end < r->file_offset || end > img->size) {
-		stasis_errf(err, errlen,
-			      "%s: truncated: region %zu needs bytes up to %llu, file has %llu", p,
-			      i, (unsigned long long)(end < r->file_offset ? UINT64_MAX : end),
-			      (unsigned long long)img->size);
-		return -EBADMSG;
+		return why_set(why, -EBADMSG,
+			       "%s: truncated: region %zu needs bytes up to %llu, file has %llu", p,
+			       i, (unsigned long long)(end < r->file_offset ? UINT64_MAX : end),
+			       (unsigned long long)img->size);
 	}
 	if (r->addr % PAGE || r->length % PAGE || r->file_offset % PAGE ||
 	    r->addr + r->length < r->addr) {
-		stasis_errf(
-		    err, errlen,
+		return why_set(
+		    why, -EBADMSG,
 		    "%s: region %zu (addr 0x%llx, length %llu, offset %llu) is not page aligned", p,
 		    i, (unsigned long long)r->addr, (unsigned long long)r->length,
 		    (unsigned long long)r->file_offset);
-		return -EBADMSG;
 	}
 	if (r->kind < REGION_DATA || r->kind > SECTION_LAST || (r->flags & ~REGION_PARTIAL) ||
 	    (r->kind >= SECTION_FIRST && (r->flags & REGION_PARTIAL))) {
-		stasis_errf(err, errlen, "%s: region %zu has unknown kind %u or flags 0x%x", p, i,
-			      r->kind, r->flags);
-		return -EBADMSG;
+		return why_set(why, -EBADMSG, "%s: region %zu has unknown kind %u or flags 0x%x", p,
+			       i, r->kind, r->flags);
 	}
 	if (r->file_offset < data_start || r->file_offset < *prev_end) {
-		stasis_errf(err, errlen, "%s: region %zu data at %llu overlaps what precedes it",
-			      p, i, (unsigned long long)r->file_offset);
-		return -EBADMSG;
+		return why_set(why, -EBADMSG,
+			       "%s: region %zu data at %llu overlaps what precedes it", p, i,
+			       (unsigned long long)r->file_offset);
 	}
 	*prev_end = end;
 	if (!(r->flags & REGION_PARTIAL)) {
 		if (r->stored_bytes != r->length || r->bitmap_offset) {
-			stasis_errf(err, errlen,
-				      "%s: region %zu stores %llu bytes of a %llu-byte region", p,
-				      i, (unsigned long long)r->stored_bytes,
-				      (unsigned long long)r->length);
-			return -EBADMSG;
+			return why_set(why, -EBADMSG,
+				       "%s: region %zu stores %llu bytes of a %llu-byte region", p,
+				       i, (unsigned long long)r->stored_bytes,
+				       (unsigned long long)r->length);
 		}
 		return 0;
 	}
@@ -230,8 +222,7 @@ static int check_record(struct image *img, size_t i, uint64_t data_start, uint64
 		ssize_t got = pread_full(img->fd, buf, n * 8, r->bitmap_offset + k * 8);
 
 		if (got < 0) {
-			stasis_errf(err, errlen, "%s: %s", p, strerror((int)-got));
-			return got;
+			return why_set(why, (int)got, "%s: %s", p, strerror((int)-got));
 		}
 		if ((uint64_t)got != n * 8 || !bitmap_count(buf, k, n, npages, &bits))
 			goto bad_bitmap;
@@ -240,17 +231,16 @@ static int check_record(struct image *img, size_t i, uint64_t data_start, uint64
 	if (bm_bytes + bits * PAGE == r->stored_bytes)
 		return 0;
 bad_bitmap:
-	stasis_errf(err, errlen,
-		      "%s: region %zu (addr 0x%llx): bitmap does not match its %llu stored bytes",
-		      p, i, (unsigned long long)r->addr, (unsigned long long)r->stored_bytes);
-	return -EBADMSG;
+	return why_set(why, -EBADMSG,
+		       "%s: region %zu (addr 0x%llx): bitmap does not match its %llu stored bytes",
+		       p, i, (unsigned long long)r->addr, (unsigned long long)r->stored_bytes);
 }
 
 /* Checks run in the order that gives the most useful message: a short file
  * says so before its (absent) magic is judged, a foreign file says it is not
  * an image before any checksum talk, and no field steers anything (sizes,
  * counts, offsets) before the crc covering it has matched. */
-int image_open(const char *path, struct image **out, char *err, size_t errlen)
+int image_open(const char *path, struct image **out, struct why *why)
 {
 	union {
 		struct image_header h;
@@ -268,107 +258,106 @@ int image_open(const char *path, struct image **out, char *err, size_t errlen)
 	img = calloc(1, sizeof(*img) + plen + 1);
 	if (!img) {
 		ret = -ENOMEM;
-		stasis_errf(err, errlen, "%s: %s", path, strerror(ENOMEM));
+		why_set(why, ret, "%s: %s", path, strerror(ENOMEM));
 		goto err;
 	}
 	memcpy(img->path, path, plen + 1);
-	img->fd = fsutil_open_private(path, O_RDONLY, err, errlen);
+	img->fd = fsutil_open_private(path, O_RDONLY, why);
 	if (img->fd < 0) {
 		ret = img->fd;
 		goto err;
 	}
 	if (fstat(img->fd, &st) < 0) {
 		ret = -errno;
-		stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
+		why_set(why, ret, "%s: %s", path, strerror(-ret));
 		goto err;
 	}
 	ret = -EBADMSG; /* from here on every failure is a bad file */
 	img->size = st.st_size;
 	if (img->size < STASIS_PAGE) {
-		stasis_errf(err, errlen, "%s: truncated (%llu bytes)", path,
-			      (unsigned long long)img->size);
+		why_set(why, ret, "%s: truncated (%llu bytes)", path,
+			(unsigned long long)img->size);
 		goto err;
 	}
 	got = pread_full(img->fd, u.b, STASIS_PAGE, 0);
 	if (got != STASIS_PAGE) {
 		ret = got < 0 ? (int)got : -EIO;
-		stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
+		why_set(why, ret, "%s: %s", path, strerror(-ret));
 		goto err;
 	}
 	if (memcmp(h->magic, STASIS_IMAGE_MAGIC, sizeof(h->magic))) {
-		stasis_errf(err, errlen, "%s: not a stasis image (bad magic)", path);
+		why_set(why, ret, "%s: not a stasis image (bad magic)", path);
 		goto err;
 	}
 	if (h->version != STASIS_FORMAT_VERSION) {
-		stasis_errf(err, errlen, "%s: format version %u, this stasis reads %u", path,
-			      h->version, STASIS_FORMAT_VERSION);
+		why_set(why, ret, "%s: format version %u, this stasis reads %u", path, h->version,
+			STASIS_FORMAT_VERSION);
 		goto err;
 	}
 	want_crc = h->header_crc;
 	h->header_crc = 0;
 	if (crc64(0, h, sizeof(*h)) != want_crc) {
-		stasis_errf(err, errlen, "%s: header checksum mismatch", path);
+		why_set(why, ret, "%s: header checksum mismatch", path);
 		goto err;
 	}
 	h->header_crc = want_crc;
 	/* The header says who wrote it, the inode (fsutil_open_private) who
 	 * owns it: both must be us (a crc is no signature). */
 	if (h->uid != getuid()) {
-		stasis_errf(err, errlen, "%s: written by uid %u, not by you", path, h->uid);
+		why_set(why, ret, "%s: written by uid %u, not by you", path, h->uid);
 		goto err;
 	}
 	if (h->header_size != sizeof(*h)) {
-		stasis_errf(err, errlen, "%s: header size %u, this stasis expects %zu", path,
-			      h->header_size, sizeof(*h));
+		why_set(why, ret, "%s: header size %u, this stasis expects %zu", path,
+			h->header_size, sizeof(*h));
 		goto err;
 	}
 	if (h->kind < IMAGE_FULL || h->kind > IMAGE_INCREMENTAL ||
 	    h->state_size > STASIS_STATE_MAX || h->rank >= h->nranks) {
-		stasis_errf(err, errlen,
-			      "%s: implausible header (kind %u, state %u bytes, rank %u of %u)",
-			      path, h->kind, h->state_size, h->rank, h->nranks);
+		why_set(why, ret, "%s: implausible header (kind %u, state %u bytes, rank %u of %u)",
+			path, h->kind, h->state_size, h->rank, h->nranks);
 		goto err;
 	}
 	if (h->nregions > MAX_REGIONS) {
-		stasis_errf(err, errlen, "%s: implausible region count %llu", path,
-			      (unsigned long long)h->nregions);
+		why_set(why, ret, "%s: implausible region count %llu", path,
+			(unsigned long long)h->nregions);
 		goto err;
 	}
 	table_end = PAGE + h->nregions * sizeof(struct region_record);
 	if (table_end > img->size) {
-		stasis_errf(err, errlen,
-			      "%s: truncated: region table needs bytes up to %llu, file has %llu",
-			      path, (unsigned long long)table_end, (unsigned long long)img->size);
+		why_set(why, ret,
+			"%s: truncated: region table needs bytes up to %llu, file has %llu", path,
+			(unsigned long long)table_end, (unsigned long long)img->size);
 		goto err;
 	}
 	img->hdr = *h;
 	img->regions = malloc(h->nregions ? h->nregions * sizeof(struct region_record) : 1);
 	if (!img->regions) {
 		ret = -ENOMEM;
-		stasis_errf(err, errlen, "%s: %s", path, strerror(ENOMEM));
+		why_set(why, ret, "%s: %s", path, strerror(ENOMEM));
 		goto err;
 	}
 	got = pread_full(img->fd, img->regions, table_end - PAGE, PAGE);
 	if (got != (ssize_t)(table_end - PAGE)) {
 		ret = got < 0 ? (int)got : -EIO;
-		stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
+		why_set(why, ret, "%s: %s", path, strerror(-ret));
 		goto err;
 	}
 	if (crc64(0, img->regions, table_end - PAGE) != h->table_crc) {
-		stasis_errf(err, errlen, "%s: region table checksum mismatch", path);
+		why_set(why, ret, "%s: region table checksum mismatch", path);
 		goto err;
 	}
 	data_start = round_up(table_end, PAGE);
 	for (size_t i = 0; i < h->nregions; i++) {
-		ret = check_record(img, i, data_start, &prev_end, err, errlen);
+		ret = check_record(img, i, data_start, &prev_end, why);
 		if (ret)
 			goto err;
 		sum += img->regions[i].stored_bytes;
 	}
 	if (sum != h->data_bytes) {
 		ret = -EBADMSG;
-		stasis_errf(err, errlen, "%s: regions store %llu bytes, header says %llu", path,
-			      (unsigned long long)sum, (unsigned long long)h->data_bytes);
+		why_set(why, ret, "%s: regions store %llu bytes, header says %llu", path,
+			(unsigned long long)sum, (unsigned long long)h->data_bytes);
 		goto err;
 	}
 	*out = img;
@@ -398,19 +387,18 @@ const char *image_path(const struct image *img)
 	return img->path;
 }
 
-int image_read_region(struct image *img, size_t i, void *buf, char *err, size_t errlen)
+int image_read_region(struct image *img, size_t i, void *buf, struct why *why)
 {
 	if (i >= img->hdr.nregions || !buf) {
-		stasis_errf(err, errlen, "%s: no region %zu", img->path, i);
-		return -EINVAL;
+		return why_set(why, -EINVAL, "%s: no region %zu", img->path, i);
 	}
-	return check_region(img, i, buf, err, errlen);
+	return check_region(img, i, buf, why);
 }
 
-int image_verify(struct image *img, char *err, size_t errlen)
+int image_verify(struct image *img, struct why *why)
 {
 	for (size_t i = 0; i < img->hdr.nregions; i++) {
-		int ret = check_region(img, i, NULL, err, errlen);
+		int ret = check_region(img, i, NULL, why);
 
 		if (ret)
 			return ret;

@@ -284,7 +284,7 @@ static int queue_data(struct writer *w, const char *p, uint64_t len, uint64_t *o
  * the staging buffer with bits past the last page cleared, so that the file
  * is self-consistent whatever the caller left there) and its dirty pages. */
 int image_write(const char *path, struct image_header *hdr, const struct image_region *regions,
-		size_t nregions, uint64_t *bytes_written, char *err, size_t errlen)
+		size_t nregions, uint64_t *bytes_written, struct why *why)
 {
 	char tmp[PATH_MAX];
 	struct writer w = {.fd = -1, .fill = -1};
@@ -498,8 +498,6 @@ err:
 	if (stage != MAP_FAILED)
 		munmap(stage, stage_bytes);
 	if (w.fault_hit)
-		stasis_errf(err, errlen, "cannot write %s: injected fault", path);
-	else
-		stasis_errf(err, errlen, "cannot write %s: %s", path, strerror(-ret));
-	return ret;
+		return why_set(why, ret, "cannot write %s: injected fault", path);
+	return why_set(why, ret, "cannot write %s: %s", path, strerror(-ret));
 }

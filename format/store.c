@@ -122,7 +122,7 @@ static int mkdirs(char *path)
  * remove what we make in it). The job directory below it is checked
  * tighter (check_job_dir): together nobody but us (and root) can swap a
  * directory or a file under our feet, so paths are safe to use after. */
-static int check_base(const char *base, char *err, size_t errlen)
+static int check_base(const char *base, struct why *why)
 {
 	char path[sizeof(((struct store *)0)->dir)];
 	size_t len = strlen(base);
@@ -133,39 +133,34 @@ static int check_base(const char *base, char *err, size_t errlen)
 	while (len > 1 && path[len - 1] == '/')
 		path[--len] = '\0';
 	if (lstat(path, &sb) < 0) {
-		stasis_errf(err, errlen, "STASIS_DIR: %s: %s", path,
-			    errno == ENOENT ? "missing" : strerror(errno));
-		return -errno;
+		return why_set(why, -errno, "STASIS_DIR: %s: %s", path,
+			       errno == ENOENT ? "missing" : strerror(errno));
 	}
 	if (S_ISLNK(sb.st_mode)) {
-		stasis_errf(err, errlen,
-			    "STASIS_DIR: %s is a symbolic link: refused (give the directory it "
-			    "points to, if it is yours)",
-			    path);
-		return -ELOOP;
+		return why_set(why, -ELOOP,
+			       "STASIS_DIR: %s is a symbolic link: refused (give the directory it "
+			       "points to, if it is yours)",
+			       path);
 	}
 	if (!S_ISDIR(sb.st_mode)) {
-		stasis_errf(err, errlen, "STASIS_DIR: %s is not a directory", path);
-		return -ENOTDIR;
+		return why_set(why, -ENOTDIR, "STASIS_DIR: %s is not a directory", path);
 	}
 	if (sb.st_uid != geteuid() && sb.st_uid != 0) {
-		stasis_errf(err, errlen,
-			    "STASIS_DIR: %s is owned by uid %u, not by you (uid %u): refused", path,
-			    (unsigned)sb.st_uid, (unsigned)geteuid());
-		return -EACCES;
+		return why_set(why, -EACCES,
+			       "STASIS_DIR: %s is owned by uid %u, not by you (uid %u): refused",
+			       path, (unsigned)sb.st_uid, (unsigned)geteuid());
 	}
 	if ((sb.st_mode & 022) && !(sb.st_mode & S_ISVTX)) {
-		stasis_errf(err, errlen,
-			    "STASIS_DIR: %s is writable by group or others (mode %04o): refused "
-			    "(chmod go-w it, or use a directory of your own)",
-			    path, (unsigned)(sb.st_mode & 07777));
-		return -EACCES;
+		return why_set(why, -EACCES,
+			       "STASIS_DIR: %s is writable by group or others (mode %04o): refused "
+			       "(chmod go-w it, or use a directory of your own)",
+			       path, (unsigned)(sb.st_mode & 07777));
 	}
 	return 0;
 }
 
 /* The job directory: ours, 0700, opened without following a link. */
-static int check_job_dir(const char *dir, char *err, size_t errlen)
+static int check_job_dir(const char *dir, struct why *why)
 {
 	struct stat sb;
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), ret = 0;
@@ -176,36 +171,33 @@ static int check_job_dir(const char *dir, char *err, size_t errlen)
 		if (ret == -ENOTDIR && !lstat(dir, &sb) && S_ISLNK(sb.st_mode))
 			ret = -ELOOP;
 		if (ret == -ENOENT)
-			stasis_errf(err, errlen, "STASIS_DIR: job directory %s: missing", dir);
+			why_set(why, ret, "STASIS_DIR: job directory %s: missing", dir);
 		else if (ret == -ELOOP)
-			stasis_errf(err, errlen,
-				    "STASIS_DIR: job directory %s is a symbolic link: refused",
-				    dir);
+			why_set(why, ret,
+				"STASIS_DIR: job directory %s is a symbolic link: refused", dir);
 		else if (ret == -ENOTDIR)
-			stasis_errf(err, errlen, "STASIS_DIR: job directory %s is not a directory",
-				    dir);
+			why_set(why, ret, "STASIS_DIR: job directory %s is not a directory", dir);
 		else
-			stasis_errf(err, errlen, "STASIS_DIR: job directory %s: %s", dir,
-				    strerror(-ret));
+			why_set(why, ret, "STASIS_DIR: job directory %s: %s", dir, strerror(-ret));
 		return ret;
 	}
 	if (fstat(fd, &sb) < 0) {
 		ret = -errno;
-		stasis_errf(err, errlen, "STASIS_DIR: job directory %s: %s", dir, strerror(-ret));
+		why_set(why, ret, "STASIS_DIR: job directory %s: %s", dir, strerror(-ret));
 	} else if (sb.st_uid != geteuid() || (sb.st_mode & 077)) {
 		/* It holds the whole memory of the program. */
 		ret = -EACCES;
-		stasis_errf(err, errlen,
-			    "STASIS_DIR: job directory %s must be owned by you and mode 0700 (is "
-			    "%04o, owner uid %u): refused",
-			    dir, (unsigned)(sb.st_mode & 07777), (unsigned)sb.st_uid);
+		why_set(why, ret,
+			"STASIS_DIR: job directory %s must be owned by you and mode 0700 (is "
+			"%04o, owner uid %u): refused",
+			dir, (unsigned)(sb.st_mode & 07777), (unsigned)sb.st_uid);
 	}
 	close(fd);
 	return ret;
 }
 
 int store_open(struct store *st, const char *pattern, int node, int rank, const char *job_key,
-	       bool create, char *err, size_t errlen)
+	       bool create, struct why *why)
 {
 	char base[sizeof(st->dir)], cwd[sizeof(st->dir)];
 	const char *bad = NULL;
@@ -216,22 +208,22 @@ int store_open(struct store *st, const char *pattern, int node, int rank, const 
 	ret = expand(pattern, node, rank, base, sizeof(base), &bad);
 	if (ret == -EINVAL) {
 		if (bad[1])
-			stasis_errf(err, errlen, "STASIS_DIR: unknown %%%c in %s", bad[1], pattern);
+			why_set(why, ret, "STASIS_DIR: unknown %%%c in %s", bad[1], pattern);
 		else
-			stasis_errf(err, errlen, "STASIS_DIR: lone %% at the end of %s", pattern);
+			why_set(why, ret, "STASIS_DIR: lone %% at the end of %s", pattern);
 		goto err;
 	}
 	if (ret)
 		goto too_long;
 	if (!base[0]) {
 		ret = -EINVAL;
-		stasis_errf(err, errlen, "STASIS_DIR: empty");
+		why_set(why, ret, "STASIS_DIR: empty");
 		goto err;
 	}
 	if (!job_key[0] || strchr(job_key, '/') || !strcmp(job_key, ".") ||
 	    !strcmp(job_key, "..")) {
 		ret = -EINVAL;
-		stasis_errf(err, errlen, "invalid job key '%s'", job_key);
+		why_set(why, ret, "invalid job key '%s'", job_key);
 		goto err;
 	}
 	/* The directory must not depend on where a later process happens to
@@ -239,7 +231,7 @@ int store_open(struct store *st, const char *pattern, int node, int rank, const 
 	if (base[0] != '/') {
 		if (!getcwd(cwd, sizeof(cwd))) {
 			ret = -errno;
-			stasis_errf(err, errlen, "STASIS_DIR %s: cannot resolve: %s", base,
+			why_set(why, ret, "STASIS_DIR %s: cannot resolve: %s", base,
 				strerror(errno));
 			goto err;
 		}
@@ -258,28 +250,26 @@ int store_open(struct store *st, const char *pattern, int node, int rank, const 
 	if (create) {
 		ret = mkdirs(base);
 		if (ret) {
-			stasis_errf(err, errlen, "STASIS_DIR: cannot create %s: %s", base,
-				    strerror(-ret));
+			why_set(why, ret, "STASIS_DIR: cannot create %s: %s", base, strerror(-ret));
 			goto err;
 		}
 	}
-	ret = check_base(base, err, errlen);
+	ret = check_base(base, why);
 	if (ret)
 		goto err;
 	if (create && mkdir(st->dir, 0700) == 0 && chmod(st->dir, 0700) < 0) {
 		ret = -errno;
-		stasis_errf(err, errlen, "STASIS_DIR: cannot create %s: %s", st->dir,
-			    strerror(-ret));
+		why_set(why, ret, "STASIS_DIR: cannot create %s: %s", st->dir, strerror(-ret));
 		goto err;
 	}
-	ret = check_job_dir(st->dir, err, errlen);
+	ret = check_job_dir(st->dir, why);
 	if (ret)
 		goto err;
 	return 0;
 
 too_long:
 	ret = -ENAMETOOLONG;
-	stasis_errf(err, errlen, "STASIS_DIR: %s: path too long", pattern);
+	why_set(why, ret, "STASIS_DIR: %s: path too long", pattern);
 err:
 	return ret;
 }
@@ -308,7 +298,7 @@ static uint64_t commit_crc(const struct commit_record *rec)
 	return crc64_ecma_refl(0, (const unsigned char *)&c, sizeof(c));
 }
 
-int store_commit(const struct store *st, const struct commit_record *rec, char *err, size_t errlen)
+int store_commit(const struct store *st, const struct commit_record *rec, struct why *why)
 {
 	char path[FILE_PATH_MAX], tmp[FILE_PATH_MAX + 8];
 	struct commit_record c = *rec;
@@ -365,12 +355,11 @@ err_unlink:
 err:
 	if (fd >= 0)
 		close(fd);
-	stasis_errf(err, errlen, "cannot write %s: %s", path, strerror(-ret));
-	return ret;
+	return why_set(why, ret, "cannot write %s: %s", path, strerror(-ret));
 }
 
-int store_read_commit(const struct store *st, uint64_t id, struct commit_record *rec, char *err,
-		      size_t errlen)
+int store_read_commit(const struct store *st, uint64_t id, struct commit_record *rec,
+		      struct why *why)
 {
 	char path[FILE_PATH_MAX];
 	struct commit_record c;
@@ -379,17 +368,17 @@ int store_read_commit(const struct store *st, uint64_t id, struct commit_record 
 	int fd, ret;
 
 	store_path(st, id, STORE_COMMIT, path, sizeof(path));
-	fd = fsutil_open_private(path, O_RDONLY, err, errlen);
+	fd = fsutil_open_private(path, O_RDONLY, why);
 	if (fd < 0)
 		return fd;
 	ret = -EBADMSG;
 	if (fstat(fd, &sb) < 0) {
 		ret = -errno;
-		stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
+		why_set(why, ret, "%s: %s", path, strerror(-ret));
 		goto err;
 	}
 	if (sb.st_size < (off_t)sizeof(c)) {
-		stasis_errf(err, errlen, "%s: truncated (%lld bytes)", path, (long long)sb.st_size);
+		why_set(why, ret, "%s: truncated (%lld bytes)", path, (long long)sb.st_size);
 		goto err;
 	}
 	do
@@ -397,24 +386,24 @@ int store_read_commit(const struct store *st, uint64_t id, struct commit_record 
 	while (n < 0 && errno == EINTR);
 	if (n != (ssize_t)sizeof(c)) {
 		ret = n < 0 ? -errno : -EIO;
-		stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
+		why_set(why, ret, "%s: %s", path, strerror(-ret));
 		goto err;
 	}
 	if (memcmp(c.magic, STASIS_COMMIT_MAGIC, sizeof(c.magic))) {
-		stasis_errf(err, errlen, "%s: not a stasis commit record (bad magic)", path);
+		why_set(why, ret, "%s: not a stasis commit record (bad magic)", path);
 		goto err;
 	}
 	if (c.version != STASIS_FORMAT_VERSION) {
-		stasis_errf(err, errlen, "%s: format version %u, this stasis reads %u", path, c.version,
+		why_set(why, ret, "%s: format version %u, this stasis reads %u", path, c.version,
 			STASIS_FORMAT_VERSION);
 		goto err;
 	}
 	if (commit_crc(&c) != c.crc) {
-		stasis_errf(err, errlen, "%s: checksum mismatch", path);
+		why_set(why, ret, "%s: checksum mismatch", path);
 		goto err;
 	}
 	if (c.ckpt_id != id) {
-		stasis_errf(err, errlen, "%s: records checkpoint %llu", path,
+		why_set(why, ret, "%s: records checkpoint %llu", path,
 			(unsigned long long)c.ckpt_id);
 		goto err;
 	}
@@ -556,7 +545,7 @@ int store_remove(const struct store *st, uint64_t id)
 	return 0;
 }
 
-int store_lock(const struct store *st, char *err, size_t errlen)
+int store_lock(const struct store *st, struct why *why)
 {
 	char path[sizeof(st->dir) + 32];
 	int fd;
@@ -564,23 +553,21 @@ int store_lock(const struct store *st, char *err, size_t errlen)
 	snprintf(path, sizeof(path), "%s/lock.r%d", st->dir, st->rank);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
-		stasis_errf(err, errlen, "cannot open %s: %s", path,
-			    errno == ELOOP ? "a symbolic link, refused" : strerror(errno));
-		return -errno;
+		return why_set(why, -errno, "cannot open %s: %s", path,
+			       errno == ELOOP ? "a symbolic link, refused" : strerror(errno));
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
 		int e = errno;
 
 		close(fd);
 		if (e == EWOULDBLOCK) {
-			stasis_errf(err, errlen,
-				"%s: another process of this job still runs as rank %d and "
-				"holds its checkpoints (a rank left over from a killed run?)",
-				st->dir, st->rank);
-			return -EBUSY;
+			return why_set(
+			    why, -EBUSY,
+			    "%s: another process of this job still runs as rank %d and "
+			    "holds its checkpoints (a rank left over from a killed run?)",
+			    st->dir, st->rank);
 		}
-		stasis_errf(err, errlen, "cannot lock %s: %s", path, strerror(e));
-		return -e;
+		return why_set(why, -e, "cannot lock %s: %s", path, strerror(e));
 	}
 	return 0; /* fd stays open: the lock lasts as long as the process */
 }

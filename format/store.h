@@ -6,7 +6,7 @@
  *   ckpt-<id>.r<r>.img   image (image.h)
  *   ckpt-<id>.r<r>.red   redundancy data (redundancy/)
  *   ckpt-<id>.r<r>.done  commit record (format.h), written last
- * Functions return 0 or -errno; err (if not NULL) gets one line. */
+ * Functions return 0 or -errno; why (if not NULL) gets one line. */
 #ifndef STASIS_STORE_H
 #define STASIS_STORE_H
 
@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "format.h"
+#include "why.h"
 
 struct store {
 	char dir[4096]; /* absolute path of this rank's job directory */
@@ -25,11 +26,11 @@ struct store {
  * create missing directories 0700, refuse a directory not owned by us or
  * accessible by group/others. create == false only checks it exists. */
 int store_open(struct store *st, const char *pattern, int node, int rank, const char *job_key,
-	       bool create, char *err, size_t errlen);
+	       bool create, struct why *why);
 /* Hold this rank's place in the directory for the life of the process
  * (flock on lock.r<rank>): a second job on the same checkpoints, such as a
- * rank left over from a killed run, fails with -EBUSY and err set. */
-int store_lock(const struct store *st, char *err, size_t errlen);
+ * rank left over from a killed run, fails with -EBUSY and why set. */
+int store_lock(const struct store *st, struct why *why);
 /* Expand the pattern only (for tools). */
 int store_expand(const char *pattern, int node, int rank, char *out, size_t outlen);
 
@@ -44,11 +45,10 @@ void store_name(int rank, uint64_t id, enum store_file what, char *buf, size_t l
 bool store_parse_name(const char *name, uint64_t *id, int *rank, const char **rest);
 
 /* Write the commit record (tmp + fsync + rename + fsync dir). */
-int store_commit(const struct store *st, const struct commit_record *rec, char *err,
-		 size_t errlen);
+int store_commit(const struct store *st, const struct commit_record *rec, struct why *why);
 /* Read and check the commit record of id: 0, -ENOENT, or -EBADMSG. */
-int store_read_commit(const struct store *st, uint64_t id, struct commit_record *rec, char *err,
-		      size_t errlen);
+int store_read_commit(const struct store *st, uint64_t id, struct commit_record *rec,
+		      struct why *why);
 /* Checkpoint ids that have any file of this rank, ascending; returns count
  * or -errno. Beyond max ids, the newest max of them. */
 int store_list(const struct store *st, uint64_t *ids, int max);

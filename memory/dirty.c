@@ -73,59 +73,59 @@ static const char *uffd_missing(const struct dirty_kerndat *kd, char *buf, size_
 	return NULL;
 }
 
-static const struct dirty_backend *start(const struct dirty_backend *b, const char *mode, char *err,
-					 size_t errlen)
+static const struct dirty_backend *start(const struct dirty_backend *b, const char *mode,
+					 struct why *why)
 {
 	int ret = b->init();
 
 	if (ret) {
-		snprintf(err, errlen, "STASIS_DIRTY=%s: the %s backend failed to start (%s)", mode,
-			 b->name, strerror(-ret));
+		why_set(why, ret, "STASIS_DIRTY=%s: the %s backend failed to start (%s)", mode,
+			b->name, strerror(-ret));
 		return NULL;
 	}
 	pr_debug("tracking dirty pages with %s", b->name);
 	return b;
 }
 
-const struct dirty_backend *dirty_select(const char *mode, char *err, size_t errlen)
+const struct dirty_backend *dirty_select(const char *mode, struct why *why)
 {
 	const struct dirty_kerndat *kd = dirty_kerndat();
 	const struct dirty_backend *b;
-	const char *why;
+	const char *missing;
 	char buf[160];
 
-	if (errlen)
-		err[0] = '\0';
 	if (!mode || !*mode)
 		mode = "auto";
 
 	if (!strcmp(mode, "off"))
 		return NULL;
 	if (!strcmp(mode, "mprotect"))
-		return start(&dirty_mprotect_backend, mode, err, errlen);
+		return start(&dirty_mprotect_backend, mode, why);
 	if (!strcmp(mode, "uffd")) {
-		why = uffd_missing(kd, buf, sizeof(buf));
-		if (why) {
-			snprintf(err, errlen, "STASIS_DIRTY=uffd: %s", why);
+		missing = uffd_missing(kd, buf, sizeof(buf));
+		if (missing) {
+			why_set(why, -ENOTSUP, "STASIS_DIRTY=uffd: %s", missing);
 			return NULL;
 		}
-		return start(&dirty_uffd_backend, mode, err, errlen);
+		return start(&dirty_uffd_backend, mode, why);
 	}
 	if (!strcmp(mode, "auto")) {
-		why = uffd_missing(kd, buf, sizeof(buf));
-		if (!why) {
-			b = start(&dirty_uffd_backend, mode, err, errlen);
+		missing = uffd_missing(kd, buf, sizeof(buf));
+		if (!missing) {
+			/* A failure here is only a warning: keep it out of why. */
+			struct why uffd = WHY_INIT;
+
+			b = start(&dirty_uffd_backend, mode, &uffd);
 			if (b)
 				return b;
-			pr_warn("%s; falling back to mprotect", err);
-			err[0] = '\0';
+			pr_warn("%s; falling back to mprotect", uffd.msg);
 		} else {
-			pr_info("not using uffd: %s", why);
+			pr_info("not using uffd: %s", missing);
 		}
-		return start(&dirty_mprotect_backend, mode, err, errlen);
+		return start(&dirty_mprotect_backend, mode, why);
 	}
-	snprintf(err, errlen,
-		 "STASIS_DIRTY=%s: unknown value (accepted: auto, uffd, mprotect, off)", mode);
+	why_set(why, -EINVAL,
+		"STASIS_DIRTY=%s: unknown value (accepted: auto, uffd, mprotect, off)", mode);
 	return NULL;
 }
 

@@ -54,6 +54,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "why.h"
+
 struct dirty_backend {
 	const char *name; /* "mprotect" or "uffd" */
 	/* Probe the kernel and set up; -ENOTSUP when it lacks the feature.
@@ -162,11 +164,11 @@ void dirty_uffd_probe(struct dirty_kerndat *kd);
 int dirty_huge_pages(uintptr_t addr, size_t len, uint64_t *bits);
 
 /* mode: "auto" (uffd if the kernel has it, else mprotect), "uffd",
- * "mprotect", or "off" (returns NULL, *err empty). NULL means "auto". A
- * backend that cannot be had returns NULL with one line in err, e.g.
+ * "mprotect", or "off" (returns NULL, why left empty). NULL means "auto". A
+ * backend that cannot be had returns NULL with one line in why, e.g.
  *   STASIS_DIRTY=uffd: the kernel lacks userfaultfd write-protect (UFFD_FEATURE_WP_ASYNC)
  * The returned backend is init()ed. */
-const struct dirty_backend *dirty_select(const char *mode, char *err, size_t errlen);
+const struct dirty_backend *dirty_select(const char *mode, struct why *why);
 
 /* What a first write to a page that b protects costs this process, in
  * nanoseconds (the fault and its resolution, minus the write itself): a

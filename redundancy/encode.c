@@ -22,7 +22,6 @@ static int open_mine(const char *dir, const char *const *names, int n, struct lf
 		     struct why *why)
 {
 	int ret = lfile_alloc(lf, n);
-	char cause[sizeof(why->msg)];
 	struct stat st;
 
 	for (int i = 0; !ret && i < n; i++) {
@@ -36,9 +35,8 @@ static int open_mine(const char *dir, const char *const *names, int n, struct lf
 				      "file name '%s' must be non-empty, without '/', not starting "
 				      "with '.'",
 				      names[i]);
-		} else if ((lf->fd[i] = fsutil_open_private(path, O_RDONLY, cause, sizeof(cause))) <
-			   0) {
-			ret = why_set(why, lf->fd[i], "%s", cause);
+		} else if ((lf->fd[i] = fsutil_open_private(path, O_RDONLY, why)) < 0) {
+			ret = lf->fd[i];
 		} else if (fault_hit(FAULT_FAIL_ENCODE_READ) || fstat(lf->fd[i], &st)) {
 			ret = why_set(why, -errno, "read %s: %s", path, strerror(errno));
 		} else {

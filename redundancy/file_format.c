@@ -316,7 +316,7 @@ int file_load(const struct set_geometry *g, const char *path, struct set_meta *m
 	unsigned char *page = malloc(HEADER_BYTES), *meta = NULL;
 	struct file_header *h = (void *)page;
 	struct payload_section *sec = NULL;
-	int fd = fsutil_open_private(path, O_RDWR, NULL, 0), ret = 0, nsec = g->ops->nsections(g);
+	int fd = fsutil_open_private(path, O_RDWR, NULL), ret = 0, nsec = g->ops->nsections(g);
 	uint64_t crc, want;
 	struct stat st;
 

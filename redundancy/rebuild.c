@@ -28,7 +28,7 @@ static bool open_recorded(const char *dir, const struct member_info *mi, struct 
 	for (int i = 0; ok && i < mi->nfiles; i++) {
 		char *path = path_join(dir, mi->name[i], "");
 
-		lf->fd[i] = path ? fsutil_open_private(path, O_RDONLY, NULL, 0) : -1;
+		lf->fd[i] = path ? fsutil_open_private(path, O_RDONLY, NULL) : -1;
 		ok = lf->fd[i] >= 0 && !fstat(lf->fd[i], &st) &&
 		     (uint64_t)st.st_size == mi->file[i]->size;
 		if (!ok)

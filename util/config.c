@@ -14,8 +14,7 @@
 
 #define BAD(var, val, what)                                                                        \
 	do {                                                                                       \
-		snprintf(err, errlen, "%s: '%s' %s", var, val, what);                              \
-		return -EINVAL;                                                                    \
+		return why_set(why, -EINVAL, "%s: '%s' %s", var, val, what);                       \
 	} while (0)
 
 static const char *env(const char *name)
@@ -80,7 +79,7 @@ static void default_dir(char *buf, size_t len)
 	snprintf(buf, len, "%s/stasis-%s", tmp ? tmp : "/tmp", user);
 }
 
-int config_load(struct stasis_config *cfg, char *err, size_t errlen)
+int config_load(struct stasis_config *cfg, struct why *why)
 {
 	static const char *const dirty[] = {"auto", "uffd", "mprotect", "off", NULL};
 	const char *v;
@@ -184,7 +183,7 @@ int config_load(struct stasis_config *cfg, char *err, size_t errlen)
 	if ((v = env("STASIS_VERBOSE")) && parse_int(v, 0, 2, &cfg->verbose))
 		BAD("STASIS_VERBOSE", v, "is not 0, 1 or 2");
 	/* Installs the fault points too: a test's faults are known at once. */
-	if (fault_configure(env("STASIS_FAULT"), err, errlen))
+	if (fault_configure(env("STASIS_FAULT"), why))
 		return -EINVAL;
 	if ((v = env("STASIS_RESTART"))) {
 		if (strcmp(v, "0") && strcmp(v, "1"))

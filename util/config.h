@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "why.h"
+
 struct stasis_config {
 	char dir[4096];           /* STASIS_DIR pattern (%n, %r) */
 	char job[256];            /* STASIS_JOB, "" = the executable's name */
@@ -32,9 +34,9 @@ struct stasis_config {
 };
 
 /* Fill cfg from the environment (and install STASIS_FAULT's fault points,
- * fault.h). Returns 0, or -EINVAL with err holding
+ * fault.h). Returns 0, or -EINVAL with why holding
  * "STASIS_X: 'value' <what is accepted>". */
-int config_load(struct stasis_config *cfg, char *err, size_t errlen);
+int config_load(struct stasis_config *cfg, struct why *why);
 /* One pr_info line per setting (rank 0, STASIS_VERBOSE >= 1). */
 void config_print(const struct stasis_config *cfg);
 

@@ -110,7 +110,7 @@ static int parse_one(const char *s, size_t len, struct fault *f)
 	return 0;
 }
 
-int fault_configure(const char *spec, char *err, size_t errlen)
+int fault_configure(const char *spec, struct why *why)
 {
 	struct fault parsed[MAX_FAULTS];
 	char names[1024];
@@ -135,11 +135,10 @@ bad:
 	for (int p = 0; p < FAULT_POINTS && used < sizeof(names); p++)
 		used += snprintf(names + used, sizeof(names) - used, "%s%s", p ? ", " : "",
 				 points[p].name);
-	stasis_errf(err, errlen,
-		    "STASIS_FAULT: '%s' is not a list of <point>:<checkpoint id>[@<rank>] "
-		    "(at most %d, ids from 1) with points %s",
-		    spec, MAX_FAULTS, names);
-	return -EINVAL;
+	return why_set(why, -EINVAL,
+		       "STASIS_FAULT: '%s' is not a list of <point>:<checkpoint id>[@<rank>] "
+		       "(at most %d, ids from 1) with points %s",
+		       spec, MAX_FAULTS, names);
 }
 
 void fault_set_checkpoint(uint64_t id)

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "why.h"
+
 enum fault_point {
 	/* checkpoint: the image */
 	FAULT_FAIL_COLLECT,
@@ -44,8 +46,8 @@ enum fault_point {
 };
 
 /* Parse and install spec (NULL or "" clears). Returns 0, or -EINVAL with
- * err = "STASIS_FAULT: '<spec>' ..." naming what is accepted. */
-int fault_configure(const char *spec, char *err, size_t errlen);
+ * why = "STASIS_FAULT: '<spec>' ..." naming what is accepted. */
+int fault_configure(const char *spec, struct why *why);
 
 /* The checkpoint the current step works on (checkpoint, restore and
  * rebuild set it), for the points checked by fault_hit(). */

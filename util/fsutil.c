@@ -41,7 +41,7 @@ int fsutil_sync_parent(const char *path)
 	return fsutil_sync_dir(dir);
 }
 
-int fsutil_open_private(const char *path, int flags, char *err, size_t errlen)
+int fsutil_open_private(const char *path, int flags, struct why *why)
 {
 	int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC), ret;
 	struct stat sb;
@@ -49,27 +49,27 @@ int fsutil_open_private(const char *path, int flags, char *err, size_t errlen)
 	if (fd < 0) {
 		ret = -errno;
 		if (ret == -ENOENT)
-			stasis_errf(err, errlen, "%s: missing", path);
+			why_set(why, ret, "%s: missing", path);
 		else if (ret == -ELOOP)
-			stasis_errf(err, errlen, "%s is a symbolic link: refused", path);
+			why_set(why, ret, "%s is a symbolic link: refused", path);
 		else
-			stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
+			why_set(why, ret, "%s: %s", path, strerror(-ret));
 		return ret;
 	}
 	if (fstat(fd, &sb) < 0) {
 		ret = -errno;
-		stasis_errf(err, errlen, "%s: %s", path, strerror(-ret));
+		why_set(why, ret, "%s: %s", path, strerror(-ret));
 	} else if (!S_ISREG(sb.st_mode)) {
 		ret = -EBADMSG;
-		stasis_errf(err, errlen, "%s is not a regular file: refused", path);
+		why_set(why, ret, "%s is not a regular file: refused", path);
 	} else if (sb.st_uid != geteuid()) {
 		ret = -EPERM;
-		stasis_errf(err, errlen, "%s is owned by uid %u, not by you: refused", path,
-			    (unsigned)sb.st_uid);
+		why_set(why, ret, "%s is owned by uid %u, not by you: refused", path,
+			(unsigned)sb.st_uid);
 	} else if (sb.st_mode & 077) {
 		ret = -EPERM;
-		stasis_errf(err, errlen, "%s has mode %04o, stasis writes 0600: refused", path,
-			    (unsigned)(sb.st_mode & 07777));
+		why_set(why, ret, "%s has mode %04o, stasis writes 0600: refused", path,
+			(unsigned)(sb.st_mode & 07777));
 	} else {
 		return fd;
 	}

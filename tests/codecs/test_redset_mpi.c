@@ -397,7 +397,7 @@ static void run_truncated(const char *scheme, int k)
 	struct files f;
 	unsigned char *before, *after;
 	size_t blen = 0, alen = 0;
-	char tag[32], err[512] = "", tmp[80];
+	char tag[32], tmp[80];
 	struct why w = WHY_INIT;
 	int ret, domain;
 
@@ -426,10 +426,10 @@ static void run_truncated(const char *scheme, int k)
 
 	stasis_log_rank = rank;
 	fault_set_checkpoint(7);
-	if (fault_configure("truncate-encode:7@2", err, sizeof(err)))
-		FAIL("%s: %s", tag, err);
+	if (fault_configure("truncate-encode:7@2", fresh(&w)))
+		FAIL("%s: %s", tag, w.msg);
 	ret = redundancy_encode(rs, dir, f.names, f.n, f.red, fresh(&w));
-	fault_configure("", NULL, 0);
+	fault_configure("", NULL);
 	if (rank % 2 == 0 && (ret == 0 || !strstr(w.msg, rank == 2 ? "shrank" : "on rank 2")))
 		FAIL("%s: encode of a truncated file: %d '%s'", tag, ret, w.msg);
 	if (rank % 2 && ret)

@@ -23,7 +23,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	fuzz_scratch();
 	snprintf(st.dir, sizeof(st.dir), "%s", fuzz_dir);
 	if (seeds) {
-		if (store_commit(&st, &rec, NULL, 0))
+		if (store_commit(&st, &rec, NULL))
 			fuzz_die("store_commit");
 		store_path(&st, 7, STORE_COMMIT, path, sizeof(path));
 		fuzz_seed(seeds, "record", 0, path);
@@ -61,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else {
 		fuzz_put(path, data + 1, size);
 	}
-	if (!store_read_commit(&st, id, &got, NULL, 0) && got.ckpt_id != id)
+	if (!store_read_commit(&st, id, &got, NULL) && got.ckpt_id != id)
 		abort();
 	unlink(path);
 	return 0;

@@ -21,7 +21,7 @@ static void write_seeds(const char *dir)
 	    {(uintptr_t)mem + 2 * PAGE, 4 * PAGE, REGION_ARENA, &bits},
 	};
 	struct image_header h;
-	char err[512];
+	struct why why = WHY_INIT;
 
 	for (size_t i = 0; i < sizeof(mem); i++)
 		mem[i] = (uint8_t)(i * 131 + 7);
@@ -36,8 +36,8 @@ static void write_seeds(const char *dir)
 			r[1].dirty = NULL;
 		else
 			r[1].dirty = &bits;
-		if (image_write(path, &h, r, 2, NULL, err, sizeof(err)))
-			fuzz_die(err);
+		if (image_write(path, &h, r, 2, NULL, &why))
+			fuzz_die(why.msg);
 		fuzz_seed(dir, kind == IMAGE_FULL ? "full" : "incremental", 0, path);
 		fuzz_seed(dir, kind == IMAGE_FULL ? "full-fix" : "incremental-fix", 7, path);
 	}
@@ -104,14 +104,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fix(data[0], f, size - 1);
 	fuzz_put(path, f, size - 1);
 	free(f);
-	if (image_open(path, &img, NULL, 0))
+	if (image_open(path, &img, NULL))
 		return 0;
-	if (!image_verify(img, NULL, 0)) {
+	if (!image_verify(img, NULL)) {
 		for (size_t i = 0; i < image_header(img)->nregions; i++) {
 			const struct region_record *r = &image_regions(img)[i];
 			char *buf = malloc(r->stored_bytes ? r->stored_bytes : 1);
 
-			if (image_read_region(img, i, buf, NULL, 0))
+			if (image_read_region(img, i, buf, NULL))
 				abort(); /* verified a moment ago */
 			free(buf);
 		}

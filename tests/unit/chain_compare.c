@@ -63,11 +63,11 @@ static void *xcalloc(size_t n, size_t size)
 static struct image *open_image(const char *path)
 {
 	struct image *img;
-	char err[512];
-	int ret = image_open(path, &img, err, sizeof(err));
+	struct why why = WHY_INIT;
+	int ret = image_open(path, &img, &why);
 
 	if (ret) {
-		fprintf(stderr, "chain_compare: %s\n", err);
+		fprintf(stderr, "chain_compare: %s\n", why.msg);
 		exit(ret == -ENOENT ? 77 : 1);
 	}
 	return img;
@@ -77,10 +77,10 @@ static uint8_t *read_region(struct image *img, size_t i)
 {
 	const struct region_record *r = &image_regions(img)[i];
 	uint8_t *buf = xcalloc(1, r->stored_bytes);
-	char err[512];
+	struct why why = WHY_INIT;
 
-	if (image_read_region(img, i, buf, err, sizeof(err))) {
-		fprintf(stderr, "chain_compare: %s\n", err);
+	if (image_read_region(img, i, buf, &why)) {
+		fprintf(stderr, "chain_compare: %s\n", why.msg);
 		exit(1);
 	}
 	return buf;

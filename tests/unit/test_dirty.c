@@ -384,16 +384,16 @@ static void test_threads(void)
 
 int main(int argc, char **argv)
 {
-	char err[256];
+	struct why why = WHY_INIT;
 
 	if (argc != 2 || (strcmp(argv[1], "mprotect") && strcmp(argv[1], "uffd"))) {
 		fprintf(stderr, "usage: %s mprotect|uffd\n", argv[0]);
 		return 1;
 	}
 	ps = (size_t)sysconf(_SC_PAGESIZE);
-	be = dirty_select(argv[1], err, sizeof(err));
+	be = dirty_select(argv[1], &why);
 	if (!be) {
-		fprintf(stderr, "%s\n", err);
+		fprintf(stderr, "%s\n", why.msg);
 		/* The kernel lacking the feature is a skip, mprotect failing is not. */
 		return strcmp(argv[1], "uffd") ? 1 : 77;
 	}

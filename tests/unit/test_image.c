@@ -26,6 +26,14 @@
 #include "fault.h"
 #include "image.h"
 
+/* One struct why reused by the checks below, cleared before each call: the
+ * first cause set is kept, and each check wants the call's own. */
+static struct why *fresh(struct why *w)
+{
+	why_clear(w);
+	return w;
+}
+
 #define PG 4096u
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -109,10 +117,10 @@ static bool bit(const uint64_t *map, size_t pg)
 static void check_contents(const char *path)
 {
 	struct image *img;
-	char err[8192] = "";
-	int rc = image_open(path, &img, err, sizeof(err));
+	struct why w = WHY_INIT;
+	int rc = image_open(path, &img, fresh(&w));
 
-	CHECK_ERR(rc, 0, err, "%s", "");
+	CHECK_ERR(rc, 0, w.msg, "%s", "");
 	if (rc)
 		return;
 	const struct image_header *h = image_header(img);
@@ -131,8 +139,8 @@ static void check_contents(const char *path)
 		CHECK(rr[i].flags == (r->dirty ? REGION_PARTIAL : 0u));
 		CHECK(rr[i].file_offset % PG == 0);
 		buf = malloc(rr[i].stored_bytes + 1);
-		rc = image_read_region(img, i, buf, err, sizeof(err));
-		CHECK_ERR(rc, 0, err, "%s", "");
+		rc = image_read_region(img, i, buf, fresh(&w));
+		CHECK_ERR(rc, 0, w.msg, "%s", "");
 		if (!r->dirty) {
 			CHECK(rr[i].stored_bytes == r->length);
 			CHECK(!memcmp(buf, (void *)r->addr, r->length));
@@ -153,23 +161,23 @@ static void check_contents(const char *path)
 		}
 		free(buf);
 	}
-	rc = image_read_region(img, NREG, err, err, sizeof(err));
+	rc = image_read_region(img, NREG, w.msg, fresh(&w));
 	CHECK(rc == -EINVAL);
-	err[0] = '\0';
-	rc = image_verify(img, err, sizeof(err));
-	CHECK_ERR(rc, 0, err, "%s", "");
+	why_clear(&w);
+	rc = image_verify(img, fresh(&w));
+	CHECK_ERR(rc, 0, w.msg, "%s", "");
 	image_close(img);
 }
 
 static int write_good(const char *path, uint64_t id, uint64_t *size)
 {
 	struct image_header h;
-	char err[8192] = "";
+	struct why w = WHY_INIT;
 	int rc;
 
 	fill_header(&h, id);
-	rc = image_write(path, &h, regs, NREG, size, err, sizeof(err));
-	CHECK_ERR(rc, 0, err, "%s", "");
+	rc = image_write(path, &h, regs, NREG, size, fresh(&w));
+	CHECK_ERR(rc, 0, w.msg, "%s", "");
 	return rc;
 }
 
@@ -259,13 +267,12 @@ static void set_nregions(struct image_header *h)
 	h->nregions = 1ull << 40;
 }
 
-static int open_err(const char *path, char *err, size_t errlen)
+static int open_err(const char *path, struct why *why)
 {
 	struct image *img = NULL;
 	int rc;
 
-	err[0] = '\0';
-	rc = image_open(path, &img, err, errlen);
+	rc = image_open(path, &img, why);
 	CHECK(rc ? img == NULL : img != NULL);
 	image_close(img);
 	return rc;
@@ -273,7 +280,8 @@ static int open_err(const char *path, char *err, size_t errlen)
 
 static void bad_files(const char *dir)
 {
-	char good[4096], bad[4096], err[8192];
+	char good[4096], bad[4096];
+	struct why w = WHY_INIT;
 	struct region_record rr[NREG];
 	struct image *img;
 	uint64_t size;
@@ -303,15 +311,15 @@ static void bad_files(const char *dir)
 
 		copy_file(good, bad);
 		CHECK(truncate(bad, cut) == 0);
-		rc = open_err(bad, err, sizeof(err));
+		rc = open_err(bad, fresh(&w));
 		if (cut < PG) {
-			CHECK_ERR(rc, -EBADMSG, err, "%s: truncated (%llu bytes)", bad,
+			CHECK_ERR(rc, -EBADMSG, w.msg, "%s: truncated (%llu bytes)", bad,
 				  (unsigned long long)cut);
 			continue;
 		}
 		if (cut < PG + NREG * sizeof(struct region_record)) {
 			CHECK_ERR(
-			    rc, -EBADMSG, err,
+			    rc, -EBADMSG, w.msg,
 			    "%s: truncated: region table needs bytes up to %zu, file has %llu", bad,
 			    PG + NREG * sizeof(struct region_record), (unsigned long long)cut);
 			continue;
@@ -322,7 +330,7 @@ static void bad_files(const char *dir)
 		CHECK(first < NREG);
 		if (first < NREG)
 			CHECK_ERR(
-			    rc, -EBADMSG, err,
+			    rc, -EBADMSG, w.msg,
 			    "%s: truncated: region %zu needs bytes up to %llu, file has %llu", bad,
 			    first,
 			    (unsigned long long)(rr[first].file_offset + rr[first].stored_bytes),
@@ -340,21 +348,21 @@ static void bad_files(const char *dir)
 
 		copy_file(good, bad);
 		poke(bad, rr[i].file_offset + spots[s][1], 0x40);
-		err[0] = '\0';
-		rc = image_open(bad, &img, err, sizeof(err));
-		CHECK_ERR(rc, 0, err, "%s", "");
+		why_clear(&w);
+		rc = image_open(bad, &img, fresh(&w));
+		CHECK_ERR(rc, 0, w.msg, "%s", "");
 		if (rc) {
 			free(buf);
 			continue;
 		}
-		rc = image_read_region(img, i, buf, err, sizeof(err));
-		CHECK_ERR(rc, -EBADMSG, err, "%s: region %zu (addr 0x%llx) checksum mismatch", bad,
-			  i, (unsigned long long)rr[i].addr);
-		rc = image_verify(img, err, sizeof(err));
-		CHECK_ERR(rc, -EBADMSG, err, "%s: region %zu (addr 0x%llx) checksum mismatch", bad,
-			  i, (unsigned long long)rr[i].addr);
+		rc = image_read_region(img, i, buf, fresh(&w));
+		CHECK_ERR(rc, -EBADMSG, w.msg, "%s: region %zu (addr 0x%llx) checksum mismatch",
+			  bad, i, (unsigned long long)rr[i].addr);
+		rc = image_verify(img, fresh(&w));
+		CHECK_ERR(rc, -EBADMSG, w.msg, "%s: region %zu (addr 0x%llx) checksum mismatch",
+			  bad, i, (unsigned long long)rr[i].addr);
 		/* The other regions still read. */
-		rc = image_read_region(img, 4, buf, err, sizeof(err));
+		rc = image_read_region(img, 4, buf, fresh(&w));
 		CHECK(rc == 0 || i == 4);
 		image_close(img);
 		free(buf);
@@ -363,63 +371,63 @@ static void bad_files(const char *dir)
 	/* A bit of a bitmap: the stored size no longer matches. */
 	copy_file(good, bad);
 	poke(bad, rr[2].file_offset + 3, 0x01);
-	rc = open_err(bad, err, sizeof(err));
-	CHECK_ERR(rc, -EBADMSG, err,
+	rc = open_err(bad, fresh(&w));
+	CHECK_ERR(rc, -EBADMSG, w.msg,
 		  "%s: region 2 (addr 0x%llx): bitmap does not match its %llu stored bytes", bad,
 		  (unsigned long long)rr[2].addr, (unsigned long long)rr[2].stored_bytes);
 
 	copy_file(good, bad);
 	poke(bad, PG + sizeof(struct region_record) + 10, 0x01);
-	rc = open_err(bad, err, sizeof(err));
-	CHECK_ERR(rc, -EBADMSG, err, "%s: region table checksum mismatch", bad);
+	rc = open_err(bad, fresh(&w));
+	CHECK_ERR(rc, -EBADMSG, w.msg, "%s: region table checksum mismatch", bad);
 
 	copy_file(good, bad);
 	poke(bad, offsetof(struct image_header, state) + 50, 0x80);
-	rc = open_err(bad, err, sizeof(err));
-	CHECK_ERR(rc, -EBADMSG, err, "%s: header checksum mismatch", bad);
+	rc = open_err(bad, fresh(&w));
+	CHECK_ERR(rc, -EBADMSG, w.msg, "%s: header checksum mismatch", bad);
 
 	copy_file(good, bad);
 	poke(bad, offsetof(struct image_header, nregions), 0x01);
-	rc = open_err(bad, err, sizeof(err));
-	CHECK_ERR(rc, -EBADMSG, err, "%s: header checksum mismatch", bad);
+	rc = open_err(bad, fresh(&w));
+	CHECK_ERR(rc, -EBADMSG, w.msg, "%s: header checksum mismatch", bad);
 
 	copy_file(good, bad);
 	poke(bad, 0, 0x20);
-	rc = open_err(bad, err, sizeof(err));
-	CHECK_ERR(rc, -EBADMSG, err, "%s: not a stasis image (bad magic)", bad);
+	rc = open_err(bad, fresh(&w));
+	CHECK_ERR(rc, -EBADMSG, w.msg, "%s: not a stasis image (bad magic)", bad);
 
 	copy_file(good, bad);
 	edit_header(bad, set_version);
-	rc = open_err(bad, err, sizeof(err));
-	CHECK_ERR(rc, -EBADMSG, err, "%s: format version %u, this stasis reads %u", bad,
+	rc = open_err(bad, fresh(&w));
+	CHECK_ERR(rc, -EBADMSG, w.msg, "%s: format version %u, this stasis reads %u", bad,
 		  STASIS_FORMAT_VERSION + 1, STASIS_FORMAT_VERSION);
 
 	copy_file(good, bad);
 	edit_header(bad, set_uid);
-	rc = open_err(bad, err, sizeof(err));
-	CHECK_ERR(rc, -EBADMSG, err, "%s: written by uid %u, not by you", bad, getuid() + 12345);
+	rc = open_err(bad, fresh(&w));
+	CHECK_ERR(rc, -EBADMSG, w.msg, "%s: written by uid %u, not by you", bad, getuid() + 12345);
 
 	copy_file(good, bad);
 	edit_header(bad, set_header_size);
-	rc = open_err(bad, err, sizeof(err));
-	CHECK_ERR(rc, -EBADMSG, err, "%s: header size 4000, this stasis expects %zu", bad,
+	rc = open_err(bad, fresh(&w));
+	CHECK_ERR(rc, -EBADMSG, w.msg, "%s: header size 4000, this stasis expects %zu", bad,
 		  sizeof(struct image_header));
 
 	copy_file(good, bad);
 	edit_header(bad, set_nregions);
-	rc = open_err(bad, err, sizeof(err));
-	CHECK_ERR(rc, -EBADMSG, err, "%s: implausible region count %llu", bad, 1ull << 40);
+	rc = open_err(bad, fresh(&w));
+	CHECK_ERR(rc, -EBADMSG, w.msg, "%s: implausible region count %llu", bad, 1ull << 40);
 
 	/* A foreign file shorter and longer than a header. */
 	fd = open(bad, O_CREAT | O_TRUNC | O_WRONLY, 0600);
 	CHECK(fd >= 0 && ftruncate(fd, 3 * PG) == 0);
 	close(fd);
-	rc = open_err(bad, err, sizeof(err));
-	CHECK_ERR(rc, -EBADMSG, err, "%s: not a stasis image (bad magic)", bad);
+	rc = open_err(bad, fresh(&w));
+	CHECK_ERR(rc, -EBADMSG, w.msg, "%s: not a stasis image (bad magic)", bad);
 
 	CHECK(unlink(bad) == 0);
-	rc = open_err(bad, err, sizeof(err));
-	CHECK_ERR(rc, -ENOENT, err, "%s: missing", bad);
+	rc = open_err(bad, fresh(&w));
+	CHECK_ERR(rc, -ENOENT, w.msg, "%s: missing", bad);
 
 	/* file_crc64 against a one-shot crc of the same bytes. */
 	{
@@ -439,7 +447,8 @@ static void bad_files(const char *dir)
 
 static void edge_cases(const char *dir)
 {
-	char path[4096], tmp[4200], err[8192];
+	char path[4096], tmp[4200];
+	struct why w = WHY_INIT;
 	struct image_header h;
 	struct image_region r;
 	struct image *img;
@@ -452,29 +461,28 @@ static void edge_cases(const char *dir)
 	/* No region at all. */
 	fill_header(&h, 1);
 	h.kind = IMAGE_FULL;
-	rc = image_write(path, &h, NULL, 0, &size, err, sizeof(err));
+	rc = image_write(path, &h, NULL, 0, &size, fresh(&w));
 	CHECK(rc == 0 && size == PG);
-	rc = open_err(path, err, sizeof(err));
-	CHECK_ERR(rc, 0, err, "%s", "");
+	rc = open_err(path, fresh(&w));
+	CHECK_ERR(rc, 0, w.msg, "%s", "");
 
 	/* Not page aligned. */
 	r = regs[0];
 	r.addr += 16;
-	rc = image_write(path, &h, &r, 1, NULL, err, sizeof(err));
-	CHECK_ERR(rc, -EINVAL, err, "cannot write %s: %s", path, strerror(EINVAL));
+	rc = image_write(path, &h, &r, 1, NULL, fresh(&w));
+	CHECK_ERR(rc, -EINVAL, w.msg, "cannot write %s: %s", path, strerror(EINVAL));
 	CHECK(access(tmp, F_OK) < 0);
 
 	/* Unwritable directory component. */
 	snprintf(tmp, sizeof(tmp), "%s/no/such/x.img", dir);
-	rc = image_write(tmp, &h, regs, 1, NULL, err, sizeof(err));
-	CHECK_ERR(rc, -ENOENT, err, "cannot write %s: %s", tmp, strerror(ENOENT));
+	rc = image_write(tmp, &h, regs, 1, NULL, fresh(&w));
+	CHECK_ERR(rc, -ENOENT, w.msg, "cannot write %s: %s", tmp, strerror(ENOENT));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 
 	/* Fault points: matching id (and rank) only, lists; garbage refused
 	 * with one line naming STASIS_FAULT, the value and the points, and
 	 * the faults installed before it kept. */
-	CHECK(fault_configure("stall-write:12,fail-write:7,fail-commit:3@2", err, sizeof(err)) ==
-	      0);
+	CHECK(fault_configure("stall-write:12,fail-write:7,fail-commit:3@2", fresh(&w)) == 0);
 	CHECK(fault_hit_at(FAULT_FAIL_WRITE, 7) && fault_hit_at(FAULT_STALL_WRITE, 12));
 	CHECK(!fault_hit_at(FAULT_FAIL_WRITE, 12) && !fault_hit_at(FAULT_STALL_WRITE, 1));
 	CHECK(!fault_hit_at(FAULT_FAIL_COMMIT, 3)); /* rank -1 here, not 2 */
@@ -494,29 +502,28 @@ static void edge_cases(const char *dir)
 						  NULL};
 
 		for (int i = 0; bad[i]; i++) {
-			err[0] = 0;
-			CHECK(fault_configure(bad[i], err, sizeof(err)) == -EINVAL);
-			CHECK(!strncmp(err, "STASIS_FAULT: '", 15) && strstr(err, bad[i]) &&
-			      strstr(err, "fail-rebuild-run"));
+			why_clear(&w);
+			CHECK(fault_configure(bad[i], fresh(&w)) == -EINVAL);
+			CHECK(!strncmp(w.msg, "STASIS_FAULT: '", 15) && strstr(w.msg, bad[i]) &&
+			      strstr(w.msg, "fail-rebuild-run"));
 		}
 	}
 	CHECK(fault_hit_at(FAULT_FAIL_WRITE, 7));
-	CHECK(fault_configure("", err, sizeof(err)) == 0 && !fault_hit_at(FAULT_FAIL_WRITE, 7));
+	CHECK(fault_configure("", fresh(&w)) == 0 && !fault_hit_at(FAULT_FAIL_WRITE, 7));
 
 	unlink(path);
-	CHECK(fault_configure("fail-write:7", err, sizeof(err)) == 0);
+	CHECK(fault_configure("fail-write:7", fresh(&w)) == 0);
 	fill_header(&h, 7);
-	rc = image_write(path, &h, regs, NREG, NULL, err, sizeof(err));
-	CHECK_ERR(rc, -EIO, err, "cannot write %s: injected fault", path);
+	rc = image_write(path, &h, regs, NREG, NULL, fresh(&w));
+	CHECK_ERR(rc, -EIO, w.msg, "cannot write %s: injected fault", path);
 	CHECK(access(path, F_OK) < 0 && errno == ENOENT);
 	CHECK(access(tmp, F_OK) < 0 && errno == ENOENT);
 	fill_header(&h, 8);
-	rc = image_write(path, &h, regs, NREG, NULL, err, sizeof(err));
+	rc = image_write(path, &h, regs, NREG, NULL, fresh(&w));
 	CHECK(rc == 0);
-	CHECK(image_open(path, &img, err, sizeof(err)) == 0 &&
-	      image_verify(img, err, sizeof(err)) == 0);
+	CHECK(image_open(path, &img, fresh(&w)) == 0 && image_verify(img, fresh(&w)) == 0);
 	image_close(img);
-	fault_configure(NULL, NULL, 0);
+	fault_configure(NULL, NULL);
 	unlink(path);
 }
 
@@ -535,12 +542,12 @@ static void stall(const char *dir)
 	pid = fork();
 	if (pid == 0) {
 		struct image_header h;
-		char err[8192];
+		struct why w = WHY_INIT;
 
 		dup2(pfd[1], STDERR_FILENO);
-		fault_configure("stall-write:9", NULL, 0);
+		fault_configure("stall-write:9", NULL);
 		fill_header(&h, 9);
-		image_write(path, &h, regs, NREG, NULL, err, sizeof(err));
+		image_write(path, &h, regs, NREG, NULL, fresh(&w));
 		_exit(3);
 	}
 	close(pfd[1]);
@@ -583,9 +590,9 @@ int main(void)
 	if (have_shm)
 		round_trip(shm);
 	/* The buffered path, as on a filesystem without O_DIRECT. */
-	fault_configure("buffered-write:3", NULL, 0);
+	fault_configure("buffered-write:3", NULL);
 	round_trip(disk);
-	fault_configure(NULL, NULL, 0);
+	fault_configure(NULL, NULL);
 	bad_files(disk);
 	edge_cases(disk);
 	stall(disk);

@@ -31,6 +31,14 @@
 #include "check.h"
 #include "image.h"
 
+/* One struct why reused by the checks below, cleared before each call: the
+ * first cause set is kept, and each check wants the call's own. */
+static struct why *fresh(struct why *w)
+{
+	why_clear(w);
+	return w;
+}
+
 #define PG 4096u
 #define MAX_FILE (1u << 20)
 
@@ -95,22 +103,22 @@ static void make_good(const char *path)
 	struct image_header h = {.ckpt_id = 7, .parent_id = 6, .kind = IMAGE_INCREMENTAL,
 				 .rank = 0, .nranks = 2, .exe_hash = 1, .state_size = 16};
 	struct image *img;
-	char err[8192];
+	struct why w = WHY_INIT;
 
-	if (image_write(path, &h, r, 3, NULL, err, sizeof(err))) {
-		fprintf(stderr, "image_write: %s\n", err);
+	if (image_write(path, &h, r, 3, NULL, fresh(&w))) {
+		fprintf(stderr, "image_write: %s\n", w.msg);
 		exit(1);
 	}
 	load(path, good, &good_len);
-	if (image_open(path, &img, err, sizeof(err))) {
-		fprintf(stderr, "image_open of the good image: %s\n", err);
+	if (image_open(path, &img, fresh(&w))) {
+		fprintf(stderr, "image_open of the good image: %s\n", w.msg);
 		exit(1);
 	}
 	for (int i = 0; i < 3; i++) {
 		truth_len[i] = image_regions(img)[i].stored_bytes;
 		truth[i] = malloc(truth_len[i]);
-		if (!truth[i] || image_read_region(img, i, truth[i], err, sizeof(err))) {
-			fprintf(stderr, "reading the good image: %s\n", err);
+		if (!truth[i] || image_read_region(img, i, truth[i], fresh(&w))) {
+			fprintf(stderr, "reading the good image: %s\n", w.msg);
 			exit(1);
 		}
 	}
@@ -282,7 +290,8 @@ static void check_promises(struct image *img, const char *path, int round)
 
 int main(int argc, char **argv)
 {
-	char dir[] = "/tmp/test_mangle.XXXXXX", path[64], badpath[64], err[8192];
+	char dir[] = "/tmp/test_mangle.XXXXXX", path[64], badpath[64];
+	struct why w = WHY_INIT;
 	int rounds = argc > 2 ? atoi(argv[2]) : 4000, refused = 0, same = 0, kept = 0;
 
 	rng = argc > 1 ? strtoull(argv[1], NULL, 0) : 0x5eed5eed5eedull;
@@ -301,11 +310,11 @@ int main(int argc, char **argv)
 		unsigned char *buf = NULL;
 
 		store(badpath, bad, len);
-		err[0] = 0;
-		if (image_open(badpath, &img, err, sizeof(err)) || image_verify(img, err, sizeof(err))) {
-			if (!err[0] || !strstr(err, badpath)) {
+		why_clear(&w);
+		if (image_open(badpath, &img, fresh(&w)) || image_verify(img, fresh(&w))) {
+			if (!w.msg[0] || !strstr(w.msg, badpath)) {
 				fprintf(stderr, "round %d: refused without naming the file: '%s'\n",
-					round, err);
+					round, w.msg);
 				failures++;
 			}
 			if (img)
@@ -323,7 +332,7 @@ int main(int argc, char **argv)
 			for (int i = 0; equal && i < 3; i++) {
 				equal = image_regions(img)[i].stored_bytes == truth_len[i] &&
 					(buf = malloc(truth_len[i])) &&
-					!image_read_region(img, i, buf, err, sizeof(err)) &&
+					!image_read_region(img, i, buf, fresh(&w)) &&
 					!memcmp(buf, truth[i], truth_len[i]);
 				free(buf);
 				buf = NULL;

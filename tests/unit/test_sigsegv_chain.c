@@ -120,13 +120,14 @@ int main(void)
 {
 	struct sigaction sa, got;
 	uint64_t bits = 0;
-	char err[256], *bad;
+	struct why why = WHY_INIT;
+	char *bad;
 	int ret;
 
 	ps = (size_t)sysconf(_SC_PAGESIZE);
-	be = dirty_select("mprotect", err, sizeof(err));
+	be = dirty_select("mprotect", &why);
 	if (!be) {
-		fprintf(stderr, "%s\n", err);
+		fprintf(stderr, "%s\n", why.msg);
 		return 1;
 	}
 	tracked = mmap(NULL, 16 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -247,14 +247,14 @@ static void test_protect_ops(void)
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "policy";
-	char err[256];
+	struct why why = WHY_INIT;
 
 	if (!strcmp(mode, "policy")) {
 		test_policy();
 	} else {
-		be = dirty_select(mode, err, sizeof(err));
+		be = dirty_select(mode, &why);
 		if (!be) {
-			printf("SKIP: %s\n", err);
+			printf("SKIP: %s\n", why.msg);
 			return 77;
 		}
 		test_protect_ops();

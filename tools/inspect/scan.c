@@ -234,7 +234,7 @@ static void read_rank(struct ckpt *c, int rank)
 	struct image *img;
 	struct stat st;
 
-	if (rf->img && !image_open(rf->img, &img, NULL, 0)) {
+	if (rf->img && !image_open(rf->img, &img, NULL)) {
 		const struct image_header *h = image_header(img);
 
 		rf->header_ok = h->ckpt_id == c->id && h->rank == (uint32_t)rank;
@@ -260,7 +260,7 @@ static void read_rank(struct ckpt *c, int rank)
 		const char *slash = strrchr(rf->done, '/');
 
 		snprintf(st_.dir, sizeof(st_.dir), "%.*s", (int)(slash - rf->done), rf->done);
-		rf->record_ok = store_read_commit(&st_, c->id, &rec, NULL, 0) == 0;
+		rf->record_ok = store_read_commit(&st_, c->id, &rec, NULL) == 0;
 		if (rf->record_ok) {
 			c->records++;
 			if ((int)rec.nranks > c->nranks)

@@ -13,7 +13,7 @@
 static void check_image(struct ckpt *c, int rank)
 {
 	struct rank_files *rf = &c->r[rank];
-	char err[1024] = "";
+	struct why why = WHY_INIT;
 	struct image *img;
 	int ret;
 
@@ -21,22 +21,21 @@ static void check_image(struct ckpt *c, int rank)
 		rf->image = FILE_ABSENT;
 		return;
 	}
-	ret = image_open(rf->img, &img, err, sizeof(err));
+	ret = image_open(rf->img, &img, &why);
 	if (!ret) {
 		const struct image_header *h = image_header(img);
 
 		if (h->ckpt_id != c->id || h->rank != (uint32_t)rank) {
-			snprintf(err, sizeof(err), "%s: header says rank %u, checkpoint %llu",
-				 rf->img, h->rank, (unsigned long long)h->ckpt_id);
-			ret = -1;
+			ret = why_set(&why, -1, "%s: header says rank %u, checkpoint %llu", rf->img,
+				      h->rank, (unsigned long long)h->ckpt_id);
 		} else {
-			ret = image_verify(img, err, sizeof(err));
+			ret = image_verify(img, &why);
 		}
 		image_close(img);
 	}
 	rf->image = ret ? FILE_BAD : FILE_OK;
 	if (ret)
-		rf->image_err = strdup(err);
+		rf->image_err = strdup(why.msg);
 }
 
 static void check_redundancy(struct ckpt *c, int rank)

@@ -5,6 +5,7 @@
  * load bias): function from the symbol table, file and line from the DWARF
  * line table where the object has debug information. */
 #include <elfutils/libdwfl.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,26 +23,25 @@ static char *xstrdup(const char *s)
 }
 
 /* The where record of an image, whole and checked (malloc'd), or NULL. */
-static struct where_record *read_record(const char *path, char *why, size_t len)
+static struct where_record *read_record(const char *path, struct why *why)
 {
 	struct where_record *rec = NULL;
 	const struct region_record *r;
 	struct image *img;
 	size_t i, n;
 
-	if (image_open(path, &img, why, len))
+	if (image_open(path, &img, why))
 		return NULL;
 	r = image_regions(img);
 	n = image_header(img)->nregions;
 	for (i = 0; i < n && r[i].kind != SECTION_CALLSTACK; i++)
 		;
 	if (i == n) {
-		snprintf(why, len, "%s: no stack recorded in this image", path);
+		why_set(why, -EBADMSG, "%s: no stack recorded in this image", path);
 		goto out;
 	}
 	rec = malloc(r[i].stored_bytes);
-	if (!rec || r[i].stored_bytes < sizeof(*rec) ||
-	    image_read_region(img, i, rec, why, len)) {
+	if (!rec || r[i].stored_bytes < sizeof(*rec) || image_read_region(img, i, rec, why)) {
 		free(rec);
 		rec = NULL;
 		goto out;
@@ -50,7 +50,7 @@ static struct where_record *read_record(const char *path, char *why, size_t len)
 	if (memcmp(rec->magic, STASIS_WHERE_MAGIC, sizeof(rec->magic)) ||
 	    rec->frame_size != sizeof(struct where_frame) || rec->nframes > STASIS_WHERE_FRAMES ||
 	    sizeof(*rec) + rec->nframes * sizeof(struct where_frame) > r[i].stored_bytes) {
-		snprintf(why, len, "%s: the recorded stack does not make sense", path);
+		why_set(why, -EBADMSG, "%s: the recorded stack does not make sense", path);
 		free(rec);
 		rec = NULL;
 		goto out;
@@ -93,6 +93,7 @@ static Dwfl *report(const struct where_record *rec)
 
 int inspect_where(const struct rank_files *rf, struct where_line **lines, char *why, size_t len)
 {
+	struct why w = WHY_INIT;
 	struct where_record *rec;
 	struct where_line *out;
 	Dwfl *dwfl;
@@ -103,9 +104,11 @@ int inspect_where(const struct rank_files *rf, struct where_line **lines, char *
 		snprintf(why, len, "no image");
 		return -1;
 	}
-	rec = read_record(rf->img, why, len);
-	if (!rec)
+	rec = read_record(rf->img, &w);
+	if (!rec) {
+		snprintf(why, len, "%s", w.msg);
 		return -1;
+	}
 	out = calloc(rec->nframes ? rec->nframes : 1, sizeof(*out));
 	if (!out)
 		exit(1);
