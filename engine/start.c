@@ -243,9 +243,13 @@ void engine_after_init(int required, int provided)
 	}
 	s->enabled = true;
 	session_publish(true);
-	if (trigger_start(s, checkpoint_take, err, sizeof(err))) {
-		pr_err("%s", err);
-		stop_run();
+	{
+		struct why tw = WHY_INIT;
+
+		if (trigger_start(s, checkpoint_take, &tw)) {
+			pr_err("%s", tw.msg);
+			stop_run();
+		}
 	}
 	if (s->cfg.restart) {
 		restore_latest(s); /* returns only on failure, cause printed */

@@ -333,8 +333,7 @@ static bool split_still_holds(MPI_Comm c, int split_type)
 	return ok;
 }
 
-int comms_replay_comm(const struct mpi_record *rec, MPI_Comm *out, uint32_t *flags, char *why,
-		      size_t len)
+int comms_replay_comm(const struct mpi_record *rec, MPI_Comm *out, uint32_t *flags, struct why *why)
 {
 	struct rec_reader r = recread_open(rec->data, rec->len);
 	int inter = recread_int(&r), split = recread_int(&r), n, rn = 0, ret;
@@ -364,12 +363,15 @@ int comms_replay_comm(const struct mpi_record *rec, MPI_Comm *out, uint32_t *fla
 	if (ret)
 		goto out;
 	*flags = !inter && n == world_size ? VH_FULL : 0;
-	if (split != MPI_UNDEFINED && !split_still_holds(*out, split))
-		snprintf(why, len,
-			 "a communicator made by MPI_Comm_split_type (type %d) of %d ranks starting "
-			 "at world rank %d groups ranks that no longer share what it split by: "
-			 "restart them placed as in the run it continues",
-			 split, n, ranks[0]);
+	if (split != MPI_UNDEFINED && !split_still_holds(*out, split)) {
+		/* As before structs: the last check that fails names it. */
+		why_clear(why);
+		why_set(why, -EXDEV,
+			"a communicator made by MPI_Comm_split_type (type %d) of %d ranks starting "
+			"at world rank %d groups ranks that no longer share what it split by: "
+			"restart them placed as in the run it continues",
+			split, n, ranks[0]);
+	}
 out:
 	recread_done(&r);
 	return ret;

@@ -16,6 +16,7 @@
 
 #include "handles.h"
 #include "record.h"
+#include "why.h"
 
 /* After the real MPI_Init: the world group and size. */
 int comms_init(void);
@@ -33,8 +34,8 @@ MPI_Fint mpi_group_new_f(MPI_Fint real_f, const char *call);
  * communicator. A communicator whose members no longer share a node as
  * they did sets *why (and still returns 0, so that every member goes on
  * with the replay). */
-int comms_replay_comm(const struct mpi_record *rec, MPI_Comm *out, uint32_t *flags, char *why,
-		      size_t len);
+int comms_replay_comm(const struct mpi_record *rec, MPI_Comm *out, uint32_t *flags,
+		      struct why *why);
 int comms_replay_group(const struct mpi_record *rec, MPI_Group *out);
 /* After a replayed communicator is bound to v: hang its collective counts
  * on v under the recorded global id. */

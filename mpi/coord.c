@@ -123,7 +123,7 @@ void coord_wake(void)
 
 void coord_start(struct session *s, coord_take_fn take)
 {
-	char err[256] = "";
+	struct why why = WHY_INIT;
 	int ret, (*real_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 	sigset_t all, old;
 
@@ -132,10 +132,10 @@ void coord_start(struct session *s, coord_take_fn take)
 	SH.rank = s->rank;
 	SH.size = s->size;
 	SH.ready = !s->cfg.restart;
-	ret = oob_start(s->comm, s->rank, s->size, &SH.fds, err, sizeof(err));
+	ret = oob_start(s->comm, s->rank, s->size, &SH.fds, &why);
 	if (ret) {
-		if (err[0])
-			pr_warn("%s; checkpoints are off", err);
+		if (why_said(&why))
+			pr_warn("%s; checkpoints are off", why.msg);
 		session_unsupported("no network for stasis's coordinator");
 		return;
 	}

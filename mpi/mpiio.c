@@ -612,56 +612,58 @@ static int read_state(struct rec_reader *r, const struct mpi_record *rec, struct
 
 /* The file as the checkpoint left it (process/fds_image.c checks the
  * program's other files the same way). */
-static int check_file(const struct file_state *st, char *why, size_t len)
+static int check_file(const struct file_state *st, struct why *why)
 {
 	const char *path = st->name + prefix_len(st->name);
 	struct stat sb;
 
 	if (stat(path, &sb)) {
-		stasis_errf(why, len, "%s (an MPI file): %s", path,
-			    errno == ENOENT ? "missing" : strerror(errno));
-		return -ESTALE;
+		return why_set(why, -ESTALE, "%s (an MPI file): %s", path,
+			       errno == ENOENT ? "missing" : strerror(errno));
 	}
 	if (sb.st_ino != st->ino) {
-		stasis_errf(why, len,
-			    "%s (an MPI file) is not the file the program had open: it was "
-			    "replaced after the checkpoint",
-			    path);
-		return -ESTALE;
+		return why_set(why, -ESTALE,
+			       "%s (an MPI file) is not the file the program had open: it was "
+			       "replaced after the checkpoint",
+			       path);
 	}
 	if (st->amode & MPI_MODE_RDONLY) {
 		if ((uint64_t)sb.st_size != st->size ||
 		    (uint64_t)sb.st_mtim.tv_sec != st->mtime_sec ||
 		    (uint64_t)sb.st_mtim.tv_nsec != st->mtime_nsec) {
-			stasis_errf(
-			    why, len,
+			return why_set(
+			    why, -ESTALE,
 			    "%s (an MPI file, read-only) changed after the checkpoint: %lld "
 			    "bytes, was %llu",
 			    path, (long long)sb.st_size, (unsigned long long)st->size);
-			return -ESTALE;
 		}
 	} else if ((uint64_t)sb.st_size < st->size) {
-		stasis_errf(why, len,
-			    "%s (an MPI file) is shorter than at the checkpoint (%lld bytes, was "
-			    "%llu): what the program wrote before it is lost",
-			    path, (long long)sb.st_size, (unsigned long long)st->size);
-		return -ESTALE;
+		return why_set(
+		    why, -ESTALE,
+		    "%s (an MPI file) is shorter than at the checkpoint (%lld bytes, was "
+		    "%llu): what the program wrote before it is lost",
+		    path, (long long)sb.st_size, (unsigned long long)st->size);
 	}
 	return 0;
 }
 
-int mpiio_replay(struct mpi_record *rec, MPI_File *real, char *why, size_t len)
+int mpiio_replay(struct mpi_record *rec, MPI_File *real, struct why *why)
 {
 	struct rec_reader r = recread_open(rec->data, rec->len);
 	struct file_state st;
 	MPI_Info info = MPI_INFO_NULL;
 	MPI_Comm comm;
+	struct why changed = WHY_INIT;
 	int ok, ret = -EINVAL;
 
 	ok = read_state(&r, rec, &st, &info) == 0;
 	comm = VH_REAL(VH_COMM, MPI_Comm, st.comm);
-	if (ok && check_file(&st, why, len))
+	if (ok && check_file(&st, &changed)) {
+		/* As before structs: the last file that fails names it. */
+		why_clear(why);
+		why_set(why, changed.err, "%s", changed.msg);
 		ok = 0;
+	}
 	/* Every member opens it, or none does. */
 	PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
 	if (ok && PMPI_File_open(comm, st.name, st.amode & ~(MPI_MODE_CREATE | MPI_MODE_EXCL), info,
@@ -727,7 +729,7 @@ out:
 	return ret;
 }
 
-int mpiio_apply(char *why, size_t len)
+int mpiio_apply(struct why *why)
 {
 	int ret = 0, err;
 
@@ -740,11 +742,10 @@ int mpiio_apply(char *why, size_t len)
 		err = apply_one(rec, e);
 		if (err && !ret) {
 			ret = err;
-			if (!why[0])
-				stasis_errf(why, len,
-					    "cannot put the view and positions of an MPI "
-					    "file back: %s",
-					    strerror(-err));
+			why_set(why, err,
+				"cannot put the view and positions of an MPI "
+				"file back: %s",
+				strerror(-err));
 		}
 	}
 	return ret;

@@ -24,6 +24,7 @@
 #include <stddef.h>
 
 #include "record.h"
+#include "why.h"
 
 /* The communicator the collectives on file v are counted on (virtual), or
  * MPI_COMM_NULL for a handle stasis does not know. */
@@ -44,9 +45,9 @@ int mpiio_refresh(void);
 /* Replay of a file's record: check the file and open it again, collective
  * over its communicator (a rank whose check fails sets why; every member
  * then returns -ESTALE without opening). */
-int mpiio_replay(struct mpi_record *rec, MPI_File *real, char *why, size_t len);
+int mpiio_replay(struct mpi_record *rec, MPI_File *real, struct why *why);
 /* Once every record is replayed: sizes, views, pointers, atomicity and
  * error handlers back, in record order (collective per file). */
-int mpiio_apply(char *why, size_t len);
+int mpiio_apply(struct why *why);
 
 #endif

@@ -158,7 +158,7 @@ static int accept_all(int lfd, int size, int *fds)
 	return 0;
 }
 
-int oob_start(MPI_Comm comm, int rank, int size, int **out, char *err, size_t errlen)
+int oob_start(MPI_Comm comm, int rank, int size, int **out, struct why *why)
 {
 	struct oob_where w = {0};
 	int *fds = malloc(sizeof(int) * size), lfd = -1, ret = 0, all;
@@ -177,8 +177,8 @@ int oob_start(MPI_Comm comm, int rank, int size, int **out, char *err, size_t er
 	PMPI_Bcast(&w, sizeof(w), MPI_BYTE, 0, comm);
 	if (all) {
 		if (rank == 0)
-			snprintf(err, errlen, "cannot listen for stasis's coordinator: %s",
-				 strerror(-all));
+			why_set(why, all, "cannot listen for stasis's coordinator: %s",
+				strerror(-all));
 		free(fds);
 		return all;
 	}
@@ -193,8 +193,8 @@ int oob_start(MPI_Comm comm, int rank, int size, int **out, char *err, size_t er
 	}
 	PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, comm);
 	if (ret) {
-		snprintf(err, errlen, "stasis's coordinator cannot connect its ranks: %s",
-			 strerror(-ret));
+		why_set(why, ret, "stasis's coordinator cannot connect its ranks: %s",
+			strerror(-ret));
 		for (int r = 0; fds && r < size; r++)
 			if (fds[r] >= 0)
 				close(fds[r]);

@@ -9,6 +9,8 @@
 #include <mpi.h>
 #include <stdint.h>
 
+#include "why.h"
+
 struct oob_msg {
 	uint32_t type;
 	uint32_t from; /* sending rank */
@@ -17,8 +19,8 @@ struct oob_msg {
 
 /* Collective over comm (rank 0 leads): listen / connect. On rank 0,
  * fds[r] is the socket of rank r (fds[0] = -1); elsewhere fds[0] is the
- * socket to rank 0. 0, or -errno after one rank said why (err). */
-int oob_start(MPI_Comm comm, int rank, int size, int **fds, char *err, size_t errlen);
+ * socket to rank 0. 0, or -errno after one rank said why (*why). */
+int oob_start(MPI_Comm comm, int rank, int size, int **fds, struct why *why);
 
 /* Send or receive one message whole; 0 or -errno (-EPIPE: the peer is
  * gone). */

@@ -71,7 +71,7 @@ static void put_record(struct rec_builder *b, const struct mpi_record *r)
 static void *out;
 static size_t out_cap;
 
-int mpi_section_save(void **data, size_t *len, char *err, size_t errlen)
+int mpi_section_save(void **data, size_t *len, struct why *why)
 {
 	struct rec_builder b = {0}, snap = {0};
 	struct state_header h = {0};
@@ -82,16 +82,16 @@ int mpi_section_save(void **data, size_t *len, char *err, size_t errlen)
 	/* Snapshot first: it refreshes the contents of info records. */
 	ret = snapshot_write(&snap, &nsnap);
 	if (ret) {
-		snprintf(err, errlen, "cannot record the state of MPI objects: %s",
-			 ret == -ENOENT ? "an error handler stasis did not see made is in use"
-					: strerror(-ret));
+		why_set(why, ret, "cannot record the state of MPI objects: %s",
+			ret == -ENOENT ? "an error handler stasis did not see made is in use"
+				       : strerror(-ret));
 		goto out;
 	}
 	/* Open MPI files: their records get their sizes, views, pointers. */
 	ret = mpiio_refresh();
 	if (ret) {
-		snprintf(err, errlen, "cannot record the state of open MPI files: %s",
-			 ret == -ENOENT ? "one was deleted" : strerror(-ret));
+		why_set(why, ret, "cannot record the state of open MPI files: %s",
+			ret == -ENOENT ? "one was deleted" : strerror(-ret));
 		goto out;
 	}
 	recbuf_put(&b, &h, sizeof(h));
@@ -99,8 +99,7 @@ int mpi_section_save(void **data, size_t *len, char *err, size_t errlen)
 		put_record(&b, r);
 	recbuf_put(&b, snap.data, snap.len);
 	if (mpi_req_save(&b) || drain_save(&b) || b.failed || snap.failed) {
-		snprintf(err, errlen, "out of memory recording MPI objects");
-		ret = -ENOMEM;
+		ret = why_set(why, -ENOMEM, "out of memory recording MPI objects");
 		goto out;
 	}
 	memcpy(h.magic, STATE_MAGIC, 8);
@@ -119,8 +118,7 @@ int mpi_section_save(void **data, size_t *len, char *err, size_t errlen)
 			       -1, 0);
 
 		if (p == MAP_FAILED) {
-			snprintf(err, errlen, "out of memory recording MPI objects");
-			ret = -ENOMEM;
+			ret = why_set(why, -ENOMEM, "out of memory recording MPI objects");
 			goto out;
 		}
 		if (out)
@@ -185,15 +183,14 @@ bad:
 
 /* Make the object of rec again: its real handle and the flags of its
  * virtual one. */
-static int replay_one(struct mpi_record *rec, void **real, uint32_t *flags, char *why,
-		      size_t len)
+static int replay_one(struct mpi_record *rec, void **real, uint32_t *flags, struct why *why)
 {
 	int ret;
 
 	*flags = 0;
 	switch (rec->kind) {
 	case VH_COMM:
-		return comms_replay_comm(rec, (MPI_Comm *)real, flags, why, len);
+		return comms_replay_comm(rec, (MPI_Comm *)real, flags, why);
 	case VH_GROUP:
 		return comms_replay_group(rec, (MPI_Group *)real);
 	case VH_INFO:
@@ -210,7 +207,7 @@ static int replay_one(struct mpi_record *rec, void **real, uint32_t *flags, char
 	case VH_REQUEST:
 		return mpi_replay_call(rec, real, flags);
 	case VH_FILE:
-		return mpiio_replay(rec, (MPI_File *)real, why, len);
+		return mpiio_replay(rec, (MPI_File *)real, why);
 	default:
 		return -EBADMSG;
 	}
@@ -270,7 +267,7 @@ static void free_again(struct mpi_record *rec)
 	vh_zombie(rec->kind, vh_value(rec->kind, rec->index));
 }
 
-static int replay_records(struct rec_reader *r, uint32_t n, char *why, size_t whylen)
+static int replay_records(struct rec_reader *r, uint32_t n, struct why *why)
 {
 	struct mpi_record **by_order = calloc(n ? n : 1, sizeof(*by_order));
 	size_t nread = 0;
@@ -291,8 +288,7 @@ static int replay_records(struct rec_reader *r, uint32_t n, char *why, size_t wh
 	}
 	PMPI_Allreduce(MPI_IN_PLACE, &ret, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
 	if (ret) {
-		if (!why[0])
-			snprintf(why, whylen, "the MPI state in the image is damaged");
+		why_set(why, ret, "the MPI state in the image is damaged");
 		goto out;
 	}
 	/* A record this rank cannot make again does not stop its loop: the
@@ -301,7 +297,7 @@ static int replay_records(struct rec_reader *r, uint32_t n, char *why, size_t wh
 		struct mpi_record *rec = by_order[i];
 		void *real = NULL;
 		uint32_t flags;
-		int err = replay_one(rec, &real, &flags, why, whylen);
+		int err = replay_one(rec, &real, &flags, why);
 
 		if (!err && vh_bind(rec->kind, rec->index, real, flags, rec))
 			err = -EEXIST;
@@ -311,10 +307,10 @@ static int replay_records(struct rec_reader *r, uint32_t n, char *why, size_t wh
 			err = mpi_req_replayed(rec, vh_value(VH_REQUEST, rec->index));
 		if (err) {
 			/* The replay of a file may have said why already. */
-			if (!ret && !why[0])
-				snprintf(why, whylen,
-					 "cannot make the MPI object of record %llu again: %s",
-					 (unsigned long long)rec->seq, strerror(-err));
+			if (!ret)
+				why_set(why, err,
+					"cannot make the MPI object of record %llu again: %s",
+					(unsigned long long)rec->seq, strerror(-err));
 			ret = ret ? ret : err;
 			continue;
 		}
@@ -328,18 +324,16 @@ out:
 	return ret;
 }
 
-int mpi_section_replay(const void *data, size_t len, char *why, size_t whylen)
+int mpi_section_replay(const void *data, size_t len, struct why *why)
 {
 	struct rec_reader r = recread_open(data, len);
 	struct state_header h;
 	int ret = 0, bad;
 
-	why[0] = 0;
 	recread_get(&r, &h, sizeof(h));
 	if (r.bad || memcmp(h.magic, STATE_MAGIC, 8) || h.version != STATE_VERSION ||
 	    h.bytes > len || h.bytes < sizeof(h) || h.nsnapshot < 0) {
-		snprintf(why, whylen, "the MPI state in the image is damaged");
-		ret = -EBADMSG;
+		ret = why_set(why, -EBADMSG, "the MPI state in the image is damaged");
 	}
 	r.end = (const uint8_t *)data + (ret ? sizeof(h) : h.bytes);
 	bad = ret;
@@ -347,25 +341,25 @@ int mpi_section_replay(const void *data, size_t len, char *why, size_t whylen)
 	if (bad)
 		return bad;
 	callbacks_quiet(true);
-	ret = replay_records(&r, h.nrecords, why, whylen);
+	ret = replay_records(&r, h.nrecords, why);
 	if (!ret) {
 		ret = snapshot_apply(&r, h.nsnapshot);
-		if (ret && !why[0])
-			snprintf(why, whylen, "cannot put back the state of MPI objects: %s",
-				 strerror(-ret));
+		if (ret)
+			why_set(why, ret, "cannot put back the state of MPI objects: %s",
+				strerror(-ret));
 	}
 	/* Before the program's freed datatypes are freed again: views need them. */
 	if (!ret)
-		ret = mpiio_apply(why, whylen);
+		ret = mpiio_apply(why);
 	if (!ret) {
 		ret = mpi_req_load(&r);
 		if (!ret)
 			ret = drain_load(&r);
-		if (ret && !why[0])
-			snprintf(why, whylen,
-				 "cannot read the requests and messages of the "
-				 "checkpoint: %s",
-				 strerror(-ret));
+		if (ret)
+			why_set(why, ret,
+				"cannot read the requests and messages of the "
+				"checkpoint: %s",
+				strerror(-ret));
 	}
 	collective_counts_set_next_gid(h.next_gid);
 	if (!ret)
@@ -375,7 +369,7 @@ int mpi_section_replay(const void *data, size_t len, char *why, size_t whylen)
 	rec_set_next_seq(h.next_seq);
 	mpi_buffer_set((void *)(uintptr_t)h.buffer_addr, h.buffer_size);
 	/* A verification failure (why set, ret 0) stops the restart too. */
-	bad = ret ? ret : why[0] ? -EXDEV : 0;
+	bad = ret ? ret : why_said(why) ? -EXDEV : 0;
 	PMPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
 	return bad;
 }
@@ -395,14 +389,13 @@ void mpi_section_resumed(void)
 
 static int mpi_part_save(uint64_t id, struct section_list *out, struct why *why)
 {
-	char err[1024] = "";
 	void *data;
 	size_t len;
-	int ret = mpi_section_save(&data, &len, err, sizeof(err));
+	int ret = mpi_section_save(&data, &len, why);
 
 	(void)id;
 	if (ret)
-		return why_set(why, ret, "%s", err);
+		return ret;
 	return section_add(out, SECTION_MPI, data, len, why);
 }
 
@@ -412,15 +405,14 @@ static int mpi_part_recreate(const struct restart_input *in, struct why *why)
 {
 	const struct section *sec = restart_section(in, SECTION_MPI);
 	struct session *s = session_get();
-	char err[1024] = "";
 	double t0 = PMPI_Wtime();
 	int ret;
 
 	if (!sec->data)
 		return why_set(why, -EBADMSG, "the image holds no MPI state");
-	ret = mpi_section_replay(sec->data, sec->len, err, sizeof(err));
+	ret = mpi_section_replay(sec->data, sec->len, why);
 	if (ret)
-		return err[0] ? why_set(why, ret, "%s", err) : ret;
+		return ret;
 	if (s && s->rank == 0 && s->cfg.verbose >= 1)
 		fprintf(stderr, "stasis: replayed %zu MPI objects in %.1f ms\n", mpi_section_objects(),
 			(PMPI_Wtime() - t0) * 1e3);

@@ -14,12 +14,12 @@ int mpi_section_init(void);
 
 /* Serialise the MPI state into page-aligned runtime memory, valid until
  * the next call: *len is a page multiple. 0 or -errno with err set. */
-int mpi_section_save(void **data, size_t *len, char *err, size_t errlen);
+int mpi_section_save(void **data, size_t *len, struct why *why);
 
 /* Collective over MPI_COMM_WORLD: make every recorded object again and
  * bind the program's virtual handles to them. 0, or -errno with why set
  * on the ranks that know the cause (every rank returns the same). */
-int mpi_section_replay(const void *data, size_t len, char *why, size_t whylen);
+int mpi_section_replay(const void *data, size_t len, struct why *why);
 
 /* How many objects the records describe (live or kept). */
 size_t mpi_section_objects(void);

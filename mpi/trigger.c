@@ -69,7 +69,7 @@ static void arm_timer(void)
 	timer_settime(timer, 0, &its, NULL);
 }
 
-int trigger_start(struct session *s, coord_take_fn take, char *err, size_t errlen)
+int trigger_start(struct session *s, coord_take_fn take, struct why *why)
 {
 	struct sigevent sev;
 	int ret;
@@ -78,8 +78,7 @@ int trigger_start(struct session *s, coord_take_fn take, char *err, size_t errle
 	interval_auto_start(s);
 	if ((ret = sigstate_claim(REQUEST_SIGNAL, on_request, "checkpoint requests")) ||
 	    (ret = sigstate_claim(TIMER_SIGNAL, on_timer, "rank 0's checkpoint timer"))) {
-		snprintf(err, errlen, "cannot install signal handlers: %s", strerror(-ret));
-		return ret;
+		return why_set(why, ret, "cannot install signal handlers: %s", strerror(-ret));
 	}
 	coord_start(s, take);
 	/* Only rank 0 keeps time: the coordinator spreads its wish to all. */
@@ -90,8 +89,8 @@ int trigger_start(struct session *s, coord_take_fn take, char *err, size_t errle
 	sev.sigev_signo = TIMER_SIGNAL;
 	sev.sigev_value.sival_ptr = &timer; /* tells its signals from the program's */
 	if (timer_create(CLOCK_MONOTONIC, &sev, &timer)) {
-		snprintf(err, errlen, "cannot create the checkpoint timer: %s", strerror(errno));
-		return -errno;
+		return why_set(why, -errno, "cannot create the checkpoint timer: %s",
+			       strerror(errno));
 	}
 	have_timer = true;
 	arm_timer();

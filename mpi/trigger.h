@@ -16,7 +16,7 @@ struct session;
 
 /* Arm the interval timer (rank 0), the SIGUSR1 request handler and the
  * coordinator. */
-int trigger_start(struct session *s, coord_take_fn take, char *err, size_t errlen);
+int trigger_start(struct session *s, coord_take_fn take, struct why *why);
 /* A checkpoint is wanted (rank 0's timer or a request). */
 bool trigger_wanted(void);
 /* A checkpoint ended: cost in seconds (< 0: it did not happen); the

@@ -99,10 +99,10 @@ void fds_refuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* At a checkpoint (checkpoint id): the program's descriptors and stdio
  * streams, serialised into page-aligned runtime memory kept until the next
- * call (*len a page multiple). 0, or -errno with err naming what cannot
+ * call (*len a page multiple). 0, or -errno with why naming what cannot
  * be restored (a deleted file, a stream on a descriptor stasis did not
  * see opened): that checkpoint fails, the run goes on. */
-int fds_save(uint64_t id, void **data, size_t *len, char *err, size_t errlen);
+int fds_save(uint64_t id, void **data, size_t *len, struct why *why);
 
 /* Right after the memory is back (on the temporary stack): the program's
  * stdio streams go back into libc's list of open streams, so that

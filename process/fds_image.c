@@ -90,7 +90,7 @@ static int program_streams(FILE **out, int max)
 
 /* One record for descriptor fd, its path appended to paths. */
 static int describe(int fd, const struct fds_slot *sl, struct file_record *r, struct buf *paths,
-		    char *err, size_t errlen)
+		    struct why *why)
 {
 	char path[PATH_MAX];
 	struct stat st;
@@ -100,8 +100,7 @@ static int describe(int fd, const struct fds_slot *sl, struct file_record *r, st
 	r->fd = fd;
 	r->desc = sl->desc;
 	if (fl < 0 || fdfl < 0 || fstat(fd, &st)) {
-		stasis_errf(err, errlen, "descriptor %d: %s", fd, strerror(errno));
-		return -errno;
+		return why_set(why, -errno, "descriptor %d: %s", fd, strerror(errno));
 	}
 	r->flags = (uint32_t)fl;
 	r->fd_flags = (uint32_t)fdfl;
@@ -122,11 +121,11 @@ static int describe(int fd, const struct fds_slot *sl, struct file_record *r, st
 
 		if (del && !del[10])
 			*del = 0;
-		stasis_errf(err, errlen,
-			    "%s (descriptor %d) is open but was deleted: a restart could not open "
-			    "it again; this checkpoint is skipped",
-			    path, fd);
-		return -ENOENT;
+		return why_set(
+		    why, -ENOENT,
+		    "%s (descriptor %d) is open but was deleted: a restart could not open "
+		    "it again; this checkpoint is skipped",
+		    path, fd);
 	}
 	if (r->kind != FILE_DEVICE) {
 		off_t off = lseek(fd, 0, SEEK_CUR);
@@ -147,7 +146,7 @@ static int describe(int fd, const struct fds_slot *sl, struct file_record *r, st
 static void *out;
 static size_t out_cap;
 
-int fds_save(uint64_t id, void **data, size_t *len, char *err, size_t errlen)
+int fds_save(uint64_t id, void **data, size_t *len, struct why *why)
 {
 	static FILE *streams[MAX_STREAMS];
 	static struct file_record recs[FDS_RANGE_MAX];
@@ -162,7 +161,7 @@ int fds_save(uint64_t id, void **data, size_t *len, char *err, size_t errlen)
 
 		if (sl->state != SLOT_PROGRAM)
 			continue;
-		ret = describe(fd, sl, &recs[nrec], &paths, err, errlen);
+		ret = describe(fd, sl, &recs[nrec], &paths, why);
 		if (ret)
 			goto out;
 		if (recs[nrec].kind == FILE_REGULAR && (recs[nrec].flags & O_ACCMODE) != O_RDONLY) {
@@ -179,16 +178,15 @@ int fds_save(uint64_t id, void **data, size_t *len, char *err, size_t errlen)
 
 		if (fd < 3 || (sl && sl->state == SLOT_PROGRAM))
 			continue;
-		stasis_errf(err, errlen,
+		ret =
+		    why_set(why, -EBADF,
 			    "a stdio stream of the program is open on descriptor %d, which stasis "
 			    "did not see the program open; this checkpoint is skipped",
 			    fd);
-		ret = -EBADF;
 		goto out;
 	}
 	if (nstreams == MAX_STREAMS) {
-		stasis_errf(err, errlen, "more than %d stdio streams open", MAX_STREAMS - 1);
-		ret = -ENOSPC;
+		ret = why_set(why, -ENOSPC, "more than %d stdio streams open", MAX_STREAMS - 1);
 		goto out;
 	}
 	memcpy(h.magic, STASIS_FILES_MAGIC, 8);
@@ -209,8 +207,7 @@ int fds_save(uint64_t id, void **data, size_t *len, char *err, size_t errlen)
 	if (paths.len)
 		put(&b, paths.data, paths.len);
 	if (b.failed || paths.failed) {
-		stasis_errf(err, errlen, "out of memory recording open files");
-		ret = -ENOMEM;
+		ret = why_set(why, -ENOMEM, "out of memory recording open files");
 		goto out;
 	}
 	((struct files_header *)b.data)->bytes = b.len;
@@ -220,8 +217,7 @@ int fds_save(uint64_t id, void **data, size_t *len, char *err, size_t errlen)
 			       -1, 0);
 
 		if (p == MAP_FAILED) {
-			stasis_errf(err, errlen, "out of memory recording open files");
-			ret = -ENOMEM;
+			ret = why_set(why, -ENOMEM, "out of memory recording open files");
 			goto out;
 		}
 		if (out)
@@ -288,7 +284,7 @@ static int first_of(int i)
 
 /* Copy the region's contents into runtime memory, checking every bound
  * (its crc was checked, its sense was not). */
-static int parse(const void *data, size_t len, char *why, size_t whylen)
+static int parse(const void *data, size_t len, struct why *why)
 {
 	const struct files_header *h = data;
 	const char *base = data;
@@ -298,8 +294,7 @@ static int parse(const void *data, size_t len, char *why, size_t whylen)
 	    h->version != STASIS_FILES_VERSION || h->bytes > len || h->nfiles > FDS_RANGE_MAX ||
 	    h->nstreams > MAX_STREAMS ||
 	    sizeof(*h) + sizeof(*recs) * h->nfiles + sizeof(uint64_t) * h->nstreams > h->bytes) {
-		stasis_errf(why, whylen, "the record of open files in the image is damaged");
-		return -EBADMSG;
+		return why_set(why, -EBADMSG, "the record of open files in the image is damaged");
 	}
 	nrecs = (int)h->nfiles;
 	recs = calloc(nrecs + 1, sizeof(*recs));
@@ -309,16 +304,14 @@ static int parse(const void *data, size_t len, char *why, size_t whylen)
 	first = calloc(nrecs + 1, sizeof(*first));
 	new_desc = calloc(nrecs + 1, sizeof(*new_desc));
 	if (!recs || !rec_paths || !opened || !saved_streams || !first || !new_desc) {
-		stasis_errf(why, whylen, "out of memory reading the open files");
-		return -ENOMEM;
+		return why_set(why, -ENOMEM, "out of memory reading the open files");
 	}
 	memcpy(recs, base + sizeof(*h), sizeof(*recs) * nrecs);
 	addrs = (const uint64_t *)(base + sizeof(*h) + sizeof(*recs) * nrecs);
 	for (uint32_t i = 0; i < h->nstreams; i++) {
 		if (!arena_contains((void *)(uintptr_t)addrs[i])) {
-			stasis_errf(why, whylen,
-				    "the record of open files in the image is damaged");
-			return -EBADMSG;
+			return why_set(why, -EBADMSG,
+				       "the record of open files in the image is damaged");
 		}
 		saved_streams[nsaved_streams++] = (FILE *)(uintptr_t)addrs[i];
 	}
@@ -329,15 +322,13 @@ static int parse(const void *data, size_t len, char *why, size_t whylen)
 		if (r->path_offset > h->bytes || r->path_len > h->bytes - r->path_offset ||
 		    r->path_len >= PATH_MAX || r->fd < 3 || r->kind < FILE_REGULAR ||
 		    r->kind > FILE_STANDARD || (r->kind == FILE_STANDARD && r->rdev > 2)) {
-			stasis_errf(why, whylen,
-				    "the record of open files in the image is damaged");
-			return -EBADMSG;
+			return why_set(why, -EBADMSG,
+				       "the record of open files in the image is damaged");
 		}
 		first[i] = first_of(i);
 		rec_paths[i] = strndup(base + r->path_offset, r->path_len);
 		if (!rec_paths[i]) {
-			stasis_errf(why, whylen, "out of memory reading the open files");
-			return -ENOMEM;
+			return why_set(why, -ENOMEM, "out of memory reading the open files");
 		}
 	}
 	return 0;
@@ -345,7 +336,7 @@ static int parse(const void *data, size_t len, char *why, size_t whylen)
 
 /* A checkpoint taken before the program overwrote one of its files in
  * place cannot be put back (fds.c overwritten()). */
-static int check_overwritten(struct session *s, uint64_t id, char *why, size_t whylen)
+static int check_overwritten(struct session *s, uint64_t id, struct why *why)
 {
 	char mark[4200], line[PATH_MAX + 32];
 	FILE *f;
@@ -363,12 +354,11 @@ static int check_overwritten(struct session *s, uint64_t id, char *why, size_t w
 			continue;
 		if (nl)
 			*nl = 0;
-		stasis_errf(
-		    why, whylen,
+		ret = why_set(
+		    why, -ESTALE,
 		    "%s was written in place after checkpoint %llu was taken, and a restart "
 		    "cannot undo that (%s): start the run again from its beginning",
 		    tab + 1, after, mark);
-		ret = -ESTALE;
 	}
 	fclose(f);
 	return ret;
@@ -394,7 +384,7 @@ static int reopen_flags(const struct file_record *r)
 }
 
 /* Open record i's file again and compare it with the record. */
-static int open_again(int i, char *why, size_t whylen)
+static int open_again(int i, struct why *why)
 {
 	const struct file_record *r = &recs[i];
 	const char *p = rec_paths[i];
@@ -403,67 +393,59 @@ static int open_again(int i, char *why, size_t whylen)
 
 	if (k < 0) {
 		if (errno == ENOENT)
-			stasis_errf(why, whylen, "%s (descriptor %d) is missing", p, r->fd);
-		else
-			stasis_errf(why, whylen, "%s (descriptor %d): %s", p, r->fd,
-				    strerror(errno));
-		return -errno;
+			return why_set(why, -errno, "%s (descriptor %d) is missing", p, r->fd);
+		return why_set(why, -errno, "%s (descriptor %d): %s", p, r->fd, strerror(errno));
 	}
 	opened[i] = k;
 	if (fstat(k, &st)) {
-		stasis_errf(why, whylen, "%s: %s", p, strerror(errno));
-		return -errno;
+		return why_set(why, -errno, "%s: %s", p, strerror(errno));
 	}
 	if (r->kind == FILE_DEVICE) {
 		if (st.st_rdev != r->rdev || !S_ISCHR(st.st_mode)) {
-			stasis_errf(why, whylen, "%s (descriptor %d) is not the device it was", p,
-				    r->fd);
-			return -ENODEV;
+			return why_set(why, -ENODEV, "%s (descriptor %d) is not the device it was",
+				       p, r->fd);
 		}
 		return 0;
 	}
 	if (st.st_ino != r->ino) {
-		stasis_errf(
-		    why, whylen,
+		return why_set(
+		    why, -ESTALE,
 		    "%s (descriptor %d) is not the %s the program had open: it was replaced "
 		    "after the checkpoint",
 		    p, r->fd, r->kind == FILE_DIRECTORY ? "directory" : "file");
-		return -ESTALE;
 	}
 	if (r->kind != FILE_REGULAR)
 		return 0;
 	if ((r->flags & O_ACCMODE) != O_RDONLY || written_elsewhere(i)) {
 		if ((uint64_t)st.st_size < r->size) {
-			stasis_errf(
-			    why, whylen,
+			return why_set(
+			    why, -ESTALE,
 			    "%s (descriptor %d) is shorter than at the checkpoint (%lld bytes, "
 			    "was %llu): what the program wrote before it is lost",
 			    p, r->fd, (long long)st.st_size, (unsigned long long)r->size);
-			return -ESTALE;
 		}
 		return 0;
 	}
 	if ((uint64_t)st.st_size != r->size || st.st_mtim.tv_sec != r->mtime_sec ||
 	    st.st_mtim.tv_nsec != r->mtime_nsec) {
 		if ((uint64_t)st.st_size != r->size)
-			stasis_errf(why, whylen,
-				    "%s (descriptor %d, read-only) changed after the checkpoint: "
-				    "%lld bytes, was %llu",
-				    p, r->fd, (long long)st.st_size, (unsigned long long)r->size);
-		else
-			stasis_errf(why, whylen,
-				    "%s (descriptor %d, read-only) changed after the checkpoint: "
-				    "modified at %lld.%09ld, was %lld.%09lld",
-				    p, r->fd, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
-				    (long long)r->mtime_sec, (long long)r->mtime_nsec);
-		return -ESTALE;
+			return why_set(
+			    why, -ESTALE,
+			    "%s (descriptor %d, read-only) changed after the checkpoint: "
+			    "%lld bytes, was %llu",
+			    p, r->fd, (long long)st.st_size, (unsigned long long)r->size);
+		return why_set(why, -ESTALE,
+			       "%s (descriptor %d, read-only) changed after the checkpoint: "
+			       "modified at %lld.%09ld, was %lld.%09lld",
+			       p, r->fd, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+			       (long long)r->mtime_sec, (long long)r->mtime_nsec);
 	}
 	return 0;
 }
 
 /* The number must be the program's in this process too: reserved, or
  * held by the restarted program's own opens before MPI_Init. */
-static int number_free(int i, char *why, size_t whylen)
+static int number_free(int i, struct why *why)
 {
 	const struct fds_slot *sl = fds_slot(recs[i].fd);
 	char holder[PATH_MAX];
@@ -471,35 +453,33 @@ static int number_free(int i, char *why, size_t whylen)
 	if (sl && sl->state != SLOT_OTHER)
 		return 0;
 	if (!sl) {
-		stasis_errf(why, whylen,
-			    "descriptor %d (%s) is above the %d this process keeps for the program",
-			    recs[i].fd, rec_paths[i], fds_range() - 1);
-		return -EMFILE;
+		return why_set(
+		    why, -EMFILE,
+		    "descriptor %d (%s) is above the %d this process keeps for the program",
+		    recs[i].fd, rec_paths[i], fds_range() - 1);
 	}
 	fds_path_of(recs[i].fd, holder, sizeof(holder));
-	stasis_errf(why, whylen,
-		    "descriptor %d (%s) is held by the restarted process already (%s, open before "
-		    "stasis loaded)",
-		    recs[i].fd, rec_paths[i], holder[0] ? holder : "unknown");
-	return -EBUSY;
+	return why_set(
+	    why, -EBUSY,
+	    "descriptor %d (%s) is held by the restarted process already (%s, open before "
+	    "stasis loaded)",
+	    recs[i].fd, rec_paths[i], holder[0] ? holder : "unknown");
 }
 
-static int check(struct session *s, uint64_t id, const void *data, size_t len, char *why,
-		 size_t whylen)
+static int check(struct session *s, uint64_t id, const void *data, size_t len, struct why *why)
 {
-	int ret = check_overwritten(s, id, why, whylen);
+	int ret = check_overwritten(s, id, why);
 
 	if (ret || !data)
 		return ret;
 	if (!fds_range()) {
-		stasis_errf(why, whylen, "this process keeps no descriptors for the program");
-		return -EMFILE;
+		return why_set(why, -EMFILE, "this process keeps no descriptors for the program");
 	}
-	ret = parse(data, len, why, whylen);
+	ret = parse(data, len, why);
 	for (int i = 0; !ret && i < nrecs; i++) {
-		ret = number_free(i, why, whylen);
+		ret = number_free(i, why);
 		if (!ret && recs[i].kind != FILE_STANDARD && first[i] == i)
-			ret = open_again(i, why, whylen);
+			ret = open_again(i, why);
 	}
 	return ret;
 }
@@ -509,15 +489,15 @@ static int check(struct session *s, uint64_t id, const void *data, size_t len, c
 static int files_part_check(const struct restart_input *in, struct why *why)
 {
 	const struct section *sec = restart_section(in, SECTION_FILES);
-	char err[PATH_MAX + 1024] = "";
 	int ret;
 
 	forget();
 	restored_id = in->id;
-	ret = check(session_get(), in->id, sec->data, sec->len, err, sizeof(err));
+	ret = check(session_get(), in->id, sec->data, sec->len, why);
 	if (ret) {
 		forget();
-		return why_set(why, ret, "%s", err[0] ? err : strerror(-ret));
+		/* A failure that said nothing still names its errno. */
+		return why_set(why, ret, "%s", strerror(-ret));
 	}
 	return 0;
 }
@@ -533,7 +513,7 @@ static void unlink_own_streams(void)
 		_IO_un_link(own[i]);
 }
 
-static int apply(char *why, size_t whylen)
+static int apply(struct why *why)
 {
 	static uint64_t dev[FDS_RANGE_MAX], ino[FDS_RANGE_MAX], size[FDS_RANGE_MAX];
 	int nwritten = 0;
@@ -549,10 +529,9 @@ static int apply(char *why, size_t whylen)
 
 			if (!fstat(k, &st) && (uint64_t)st.st_size > r->size &&
 			    ftruncate(k, r->size)) {
-				stasis_errf(why, whylen, "cannot cut %s back to %llu bytes: %s",
-					    rec_paths[i], (unsigned long long)r->size,
-					    strerror(errno));
-				return -errno;
+				return why_set(why, -errno, "cannot cut %s back to %llu bytes: %s",
+					       rec_paths[i], (unsigned long long)r->size,
+					       strerror(errno));
 			}
 			dev[nwritten] = r->dev;
 			ino[nwritten] = r->ino;
@@ -560,18 +539,16 @@ static int apply(char *why, size_t whylen)
 		}
 		if (f == i && (r->kind == FILE_REGULAR || r->kind == FILE_DIRECTORY) &&
 		    lseek(k, (off_t)r->offset, SEEK_SET) < 0) {
-			stasis_errf(why, whylen, "cannot seek %s to %llu: %s", rec_paths[i],
-				    (unsigned long long)r->offset, strerror(errno));
-			return -errno;
+			return why_set(why, -errno, "cannot seek %s to %llu: %s", rec_paths[i],
+				       (unsigned long long)r->offset, strerror(errno));
 		}
 		new_desc[i] = f == i ? fds_new_desc() : new_desc[f];
 		ret =
 		    fds_install(k, r->fd, new_desc[i], r->kind == FILE_STANDARD ? (int)r->rdev : -1,
 				(r->fd_flags & FD_CLOEXEC) != 0);
 		if (ret) {
-			stasis_errf(why, whylen, "cannot put %s back as descriptor %d: %s",
-				    rec_paths[i], r->fd, strerror(-ret));
-			return ret;
+			return why_set(why, ret, "cannot put %s back as descriptor %d: %s",
+				       rec_paths[i], r->fd, strerror(-ret));
 		}
 	}
 	fds_checkpoint_sizes(restored_id, dev, ino, size, nwritten);
@@ -584,8 +561,7 @@ static int apply(char *why, size_t whylen)
  * restart's own streams out of libc's list. */
 static int files_part_reattach(const struct restart_input *in, struct why *why)
 {
-	char err[PATH_MAX + 256] = "";
-	int ret = apply(err, sizeof(err));
+	int ret = apply(why);
 
 	(void)in;
 	for (int i = 0; i < nrecs; i++)
@@ -593,7 +569,8 @@ static int files_part_reattach(const struct restart_input *in, struct why *why)
 			close(opened[i]);
 			opened[i] = -1;
 		}
-	return ret ? why_set(why, ret, "%s", err[0] ? err : strerror(-ret)) : 0;
+	/* A failure that said nothing still names its errno. */
+	return ret ? why_set(why, ret, "%s", strerror(-ret)) : 0;
 }
 
 void fds_relink_streams(void)
@@ -609,13 +586,12 @@ void fds_relink_streams(void)
 
 static int files_part_save(uint64_t id, struct section_list *out, struct why *why)
 {
-	char err[PATH_MAX + 256] = "";
 	void *data;
 	size_t len;
-	int ret = fds_save(id, &data, &len, err, sizeof(err));
+	int ret = fds_save(id, &data, &len, why);
 
 	if (ret)
-		return why_set(why, ret, "%s", err);
+		return ret;
 	return section_add(out, SECTION_FILES, data, len, why);
 }
 

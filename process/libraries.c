@@ -423,7 +423,7 @@ static bool fresh_remain(const int *fresh, int nfresh)
  * objects are then unloaded and loaded again (their constructors run
  * again), a few times, before *why gets the cause (they are loaded
  * anyway). Objects placed are made RTLD_NODELETE. Under lock. */
-static void *place(const char *path, int mode, int *fresh, int *nfresh, char *why, size_t whylen)
+static void *place(const char *path, int mode, int *fresh, int *nfresh, struct why *why)
 {
 	uintptr_t top = cursor, low;
 	void *handle = NULL;
@@ -436,7 +436,7 @@ static void *place(const char *path, int mode, int *fresh, int *nfresh, char *wh
 		if (!ret)
 			ret = open_hole(hole_size(path));
 		if (ret) {
-			stasis_errf(why, whylen, "cannot reserve its place: %s", strerror(-ret));
+			why_set(why, ret, "cannot reserve its place: %s", strerror(-ret));
 			close_hole(top);
 			return real_dlopen(path, mode);
 		}
@@ -445,7 +445,7 @@ static void *place(const char *path, int mode, int *fresh, int *nfresh, char *wh
 		if (!handle || list(after, &nafter)) {
 			close_hole(top);
 			if (handle)
-				stasis_errf(why, whylen, "too many objects loaded");
+				why_set(why, -ENOSPC, "too many objects loaded");
 			return handle;
 		}
 		if (placed(top, fresh, nfresh, &low)) {
@@ -470,7 +470,8 @@ static void *place(const char *path, int mode, int *fresh, int *nfresh, char *wh
 		handle = real_dlopen(path, mode);
 		break;
 	}
-	stasis_errf(why, whylen, "it or a library it needs was not mapped where stasis placed it");
+	/* A note, not a failure: the handle is returned all the same. */
+	why_set(why, -EINVAL, "it or a library it needs was not mapped where stasis placed it");
 	return handle;
 }
 
@@ -488,7 +489,8 @@ void *libraries_dlopen(const char *file, int mode, uintptr_t caller)
 {
 	static char resolved[4096];
 	static int fresh[MAX_LOADED];
-	char why[256] = "", feature[512];
+	char feature[512];
+	struct why why = WHY_INIT;
 	const char *path;
 	uintptr_t top;
 	void *handle;
@@ -498,7 +500,7 @@ void *libraries_dlopen(const char *file, int mode, uintptr_t caller)
 	path = resolve(file, caller, resolved, sizeof(resolved));
 	top = cursor;
 	if (zone_ready) {
-		handle = place(path, mode, fresh, &nfresh, why, sizeof(why));
+		handle = place(path, mode, fresh, &nfresh, &why);
 	} else {
 		/* Loaded where ld.so likes: fine only if it loads nothing. */
 		list(before, &nbefore);
@@ -508,24 +510,25 @@ void *libraries_dlopen(const char *file, int mode, uintptr_t caller)
 			for (int i = 0; i < nafter; i++)
 				nfresh += !was_loaded(&after[i]);
 		if (nfresh)
-			snprintf(why, sizeof(why), "no place reserved for it");
+			why_set(&why, -EINVAL, "no place reserved for it");
 		nfresh = 0;
 	}
-	if (handle && nfresh && !why[0] &&
+	if (handle && nfresh && !why_said(&why) &&
 	    record(handle_name(handle, path), mode, top, fresh, nfresh))
-		snprintf(why, sizeof(why), "too many libraries loaded with dlopen()");
+		why_set(&why, -ENOSPC, "too many libraries loaded with dlopen()");
 	/* A placement that failed may have left a mapping of someone else's
 	 * in the zone: never free the zone again. */
-	if (why[0])
+	if (why_said(&why))
 		zone_ready = false;
 	pthread_mutex_unlock(&lock);
-	if (why[0]) {
+	if (why_said(&why)) {
 		/* The string stays: session_unsupported keeps the pointer. */
 		static char kept[MAX_GROUPS][600];
 		static int nkept;
 
-		snprintf(feature, sizeof(feature), "a library loaded with dlopen() (%s): %s", file,
-			 why);
+		/* %.255s: as long as the note could be before it was a struct why. */
+		snprintf(feature, sizeof(feature), "a library loaded with dlopen() (%s): %.255s",
+			 file, why.msg);
 		if (nkept < MAX_GROUPS) {
 			snprintf(kept[nkept], sizeof(kept[nkept]), "%s", feature);
 			session_unsupported(kept[nkept++]);
@@ -580,68 +583,62 @@ int libraries_save(struct image_region *out)
 /* The objects a replayed group loaded against the saved ones: one line
  * naming the first that differs. */
 static int compare_group(const struct libraries_group *g, const struct libraries_entry *want,
-			 const struct libraries_entry *have, int nhave, char *why, size_t whylen)
+			 const struct libraries_entry *have, int nhave, struct why *why)
 {
 	for (uint32_t i = 0; i < g->count; i++) {
 		if ((int)i >= nhave) {
-			stasis_errf(why, whylen,
-				    "%.300s, loaded with dlopen() by the program, did not load "
-				    "%.300s again",
-				    g->path, want[i].name);
-			return -ENOENT;
+			return why_set(why, -ENOENT,
+				       "%.300s, loaded with dlopen() by the program, did not load "
+				       "%.300s again",
+				       g->path, want[i].name);
 		}
 		if (have[i].base != want[i].base ||
 		    strncmp(have[i].name, want[i].name, sizeof(want[i].name))) {
-			stasis_errf(why, whylen,
-				    "library %.300s (loaded with dlopen() by the program) is at "
-				    "%#llx in this run, was %.300s at %#llx",
-				    have[i].name, (unsigned long long)have[i].base, want[i].name,
-				    (unsigned long long)want[i].base);
-			return -EINVAL;
+			return why_set(why, -EINVAL,
+				       "library %.300s (loaded with dlopen() by the program) is at "
+				       "%#llx in this run, was %.300s at %#llx",
+				       have[i].name, (unsigned long long)have[i].base, want[i].name,
+				       (unsigned long long)want[i].base);
 		}
 	}
 	if ((int)g->count != nhave) {
-		stasis_errf(why, whylen, "%.300s loaded other libraries in this run", g->path);
-		return -EINVAL;
+		return why_set(why, -EINVAL, "%.300s loaded other libraries in this run", g->path);
 	}
 	return 0;
 }
 
 /* Load group g again (restart): under lock. */
-static int replay(const struct libraries_group *g, const struct libraries_entry *want, char *why,
-		  size_t whylen)
+static int replay(const struct libraries_group *g, const struct libraries_entry *want,
+		  struct why *why)
 {
 	static int fresh[MAX_LOADED];
-	char cause[256] = "";
+	struct why cause = WHY_INIT;
 	int nfresh, first = nentries, ret;
 	void *handle;
 
 	if (g->top != cursor) {
-		stasis_errf(why, whylen,
-			    "%.300s was loaded with dlopen() at a point this run does not reach "
-			    "the same way (place %#llx, this run %#lx)",
-			    g->path, (unsigned long long)g->top, (unsigned long)cursor);
-		return -EINVAL;
+		return why_set(why, -EINVAL,
+			       "%.300s was loaded with dlopen() at a point this run does not reach "
+			       "the same way (place %#llx, this run %#lx)",
+			       g->path, (unsigned long long)g->top, (unsigned long)cursor);
 	}
-	handle = place(g->path, g->flags, fresh, &nfresh, cause, sizeof(cause));
+	handle = place(g->path, g->flags, fresh, &nfresh, &cause);
 	if (!handle) {
-		stasis_errf(why, whylen, "cannot load %.300s again: %.300s", g->path, dlerror());
-		return -ENOENT;
+		return why_set(why, -ENOENT, "cannot load %.300s again: %.300s", g->path,
+			       dlerror());
 	}
 	ret = record(g->path, g->flags, g->top, fresh, nfresh);
 	if (ret) {
-		stasis_errf(why, whylen, "cannot record %.300s: %s", g->path, strerror(-ret));
-		return ret;
+		return why_set(why, ret, "cannot record %.300s: %s", g->path, strerror(-ret));
 	}
-	ret = compare_group(g, want, &entries[first], nfresh, why, whylen);
-	if (!ret && cause[0]) {
-		stasis_errf(why, whylen, "%.300s: %.300s", g->path, cause);
-		ret = -EINVAL;
+	ret = compare_group(g, want, &entries[first], nfresh, why);
+	if (!ret && why_said(&cause)) {
+		ret = why_set(why, -EINVAL, "%.300s: %.300s", g->path, cause.msg);
 	}
 	return ret;
 }
 
-int libraries_restore(const void *rec, size_t len, char *why, size_t whylen)
+int libraries_restore(const void *rec, size_t len, struct why *why)
 {
 	const struct libraries_record *h = rec;
 	const uint8_t *p = rec, *end = p + len;
@@ -649,19 +646,17 @@ int libraries_restore(const void *rec, size_t len, char *why, size_t whylen)
 
 	if (!h || len < sizeof(*h) || memcmp(h->magic, STASIS_OBJECTS_MAGIC, sizeof(h->magic)) ||
 	    h->bytes > len) {
-		stasis_errf(why, whylen,
-			    "the record of the libraries loaded with dlopen() is "
-			    "malformed");
-		return -EBADMSG;
+		return why_set(why, -EBADMSG,
+			       "the record of the libraries loaded with dlopen() is "
+			       "malformed");
 	}
 	end = p + h->bytes;
 	p += sizeof(*h);
 	pthread_mutex_lock(&lock);
 	if (!zone_ready && h->ngroups > (uint32_t)ngroups) {
-		stasis_errf(why, whylen,
-			    "the zone for libraries loaded with dlopen() is not "
-			    "reserved in this run");
-		ret = -ENOMEM;
+		ret = why_set(why, -ENOMEM,
+			      "the zone for libraries loaded with dlopen() is not "
+			      "reserved in this run");
 	}
 	for (uint32_t n = 0; n < h->ngroups && !ret; n++) {
 		const struct libraries_group *g = (const struct libraries_group *)p;
@@ -669,29 +664,27 @@ int libraries_restore(const void *rec, size_t len, char *why, size_t whylen)
 
 		if ((size_t)(end - p) < sizeof(*g) ||
 		    (size_t)(end - p - sizeof(*g)) / sizeof(*want) < g->count) {
-			stasis_errf(why, whylen,
-				    "the record of the libraries loaded with "
-				    "dlopen() is malformed");
-			ret = -EBADMSG;
+			ret = why_set(why, -EBADMSG,
+				      "the record of the libraries loaded with "
+				      "dlopen() is malformed");
 			break;
 		}
 		want = (const struct libraries_entry *)(p + sizeof(*g));
 		p += sizeof(*g) + g->count * sizeof(*want);
 		if ((int)n < ngroups) {
 			/* Loaded again by this run's start, before MPI_Init. */
-			ret = compare_group(g, want, &entries[e], groups[n].count, why, whylen);
+			ret = compare_group(g, want, &entries[e], groups[n].count, why);
 			e += groups[n].count;
 			continue;
 		}
-		ret = replay(g, want, why, whylen);
+		ret = replay(g, want, why);
 	}
 	if (!ret && (int)h->ngroups < ngroups) {
-		stasis_errf(
-		    why, whylen,
+		ret = why_set(
+		    why, -EINVAL,
 		    "this run loaded %.300s with dlopen() before MPI_Init, the checkpointed "
 		    "run had not",
 		    groups[h->ngroups].path);
-		ret = -EINVAL;
 	}
 	pthread_mutex_unlock(&lock);
 	return ret;
@@ -754,10 +747,7 @@ static int libraries_part_save(uint64_t id, struct section_list *out, struct why
 static int libraries_part_recreate(const struct restart_input *in, struct why *why)
 {
 	const struct section *sec = restart_section(in, SECTION_LIBRARIES);
-	char err[1024] = "";
-	int ret = libraries_restore(sec->data, sec->len, err, sizeof(err));
-
-	return ret ? why_set(why, ret, "%s", err) : 0;
+	return libraries_restore(sec->data, sec->len, why);
 }
 
 const struct part_ops libraries_part = {

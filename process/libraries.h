@@ -57,7 +57,7 @@ int libraries_save(struct image_region *out);
  * that this run's start has not loaded again, at their addresses, and check
  * the ones it has. 0, or -errno with why set to one line naming the
  * library. */
-int libraries_restore(const void *rec, size_t len, char *why, size_t whylen);
+int libraries_restore(const void *rec, size_t len, struct why *why);
 
 /* The libraries part (session/part.h): saved as SECTION_LIBRARIES, loaded
  * again at their addresses before a restart's threads and memory. */

@@ -535,7 +535,7 @@ static void read_objects(void)
 static void *buf;
 static size_t buf_len;
 
-int maps_capture(struct image_region *out, char *err, size_t errlen)
+int maps_capture(struct image_region *out, struct why *why)
 {
 	struct maps_record *rec;
 	size_t need, nranges;
@@ -553,8 +553,8 @@ int maps_capture(struct image_region *out, char *err, size_t errlen)
 
 		if (p == MAP_FAILED) {
 			maps_unlock(&old);
-			snprintf(err, errlen, "no memory for the record of %zu mappings", nranges);
-			return -ENOMEM;
+			return why_set(why, -ENOMEM, "no memory for the record of %zu mappings",
+				       nranges);
 		}
 		if (buf)
 			syscall(SYS_munmap, buf, buf_len);

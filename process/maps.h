@@ -74,7 +74,7 @@ void maps_save_end(void);
 /* The SECTION_MAPPINGS record of this checkpoint, in a buffer of stasis's
  * (reused by the next capture). -errno with err set when it cannot be made
  * (the checkpoint must not be taken without it). */
-int maps_capture(struct image_region *out, char *err, size_t errlen);
+int maps_capture(struct image_region *out, struct why *why);
 
 /* Restart, before the image is put back (collective agreement is the
  * caller's): give read-write back to what this run's program protected
@@ -84,8 +84,7 @@ int maps_capture(struct image_region *out, char *err, size_t errlen);
  * are mapped writable, the stack fits where it was and in this run's stack
  * limit, the arena holds its regions. regions[0..n): every memory region
  * of the images to be applied. On failure why holds one line. */
-int maps_verify(const struct region *regions, int n, const void *rec, size_t len, char *why,
-		size_t whylen);
+int maps_verify(const struct region *regions, int n, const void *rec, size_t len, struct why *why);
 /* After the image is back in memory (on the temporary stack): the record
  * of maps_verify becomes this process's, and the memory gets its
  * protections and madvise() flags. A failure here cannot be undone: one

@@ -120,7 +120,7 @@ static const char *library(uintptr_t *base, const char *path)
 }
 
 /* The application libraries: the same files at the same addresses. */
-static int check_objects(const struct maps_object *obj, size_t n, char *why, size_t len)
+static int check_objects(const struct maps_object *obj, size_t n, struct why *why)
 {
 	const char *path;
 	uintptr_t base;
@@ -130,38 +130,34 @@ static int check_objects(const struct maps_object *obj, size_t n, char *why, siz
 		uint64_t crc = 0;
 
 		if (!memchr(o->path, 0, sizeof(o->path))) {
-			snprintf(why, len, "the record of the application's mappings is damaged");
-			return -EBADMSG;
+			return why_set(why, -EBADMSG,
+				       "the record of the application's mappings is damaged");
 		}
 		base = o->base;
 		if (!(path = library(&base, NULL))) {
 			if ((path = library(&base, o->path)))
-				snprintf(
-				    why, len,
+				return why_set(
+				    why, -ENOENT,
 				    "the application library %s is at %#lx in this run, at %#lx "
 				    "in the checkpoint",
 				    path, (unsigned long)base, (unsigned long)o->base);
-			else
-				snprintf(
-				    why, len,
-				    "the application library %s (at %#lx in the checkpoint) is "
-				    "not loaded in this run",
-				    o->path, (unsigned long)o->base);
-			return -ENOENT;
+			return why_set(why, -ENOENT,
+				       "the application library %s (at %#lx in the checkpoint) is "
+				       "not loaded in this run",
+				       o->path, (unsigned long)o->base);
 		}
 		if (!o->file_crc || (!file_crc64(path, &crc) && crc == o->file_crc))
 			continue;
 		if (!strcmp(path, o->path))
-			snprintf(why, len,
-				 "the application library %s is not the file the checkpoint ran "
-				 "(its contents changed)",
-				 path);
-		else
-			snprintf(why, len,
-				 "the application library at %#lx is another file in this run (%s) "
-				 "than in the checkpoint (%s)",
-				 (unsigned long)base, path, o->path);
-		return -ESTALE;
+			return why_set(
+			    why, -ESTALE,
+			    "the application library %s is not the file the checkpoint ran "
+			    "(its contents changed)",
+			    path);
+		return why_set(why, -ESTALE,
+			       "the application library at %#lx is another file in this run (%s) "
+			       "than in the checkpoint (%s)",
+			       (unsigned long)base, path, o->path);
 	}
 	for (int k = 0; !regions_app_library(k, &path, &base); k++) {
 		size_t i = 0;
@@ -169,18 +165,18 @@ static int check_objects(const struct maps_object *obj, size_t n, char *why, siz
 		while (i < n && obj[i].base != base)
 			i++;
 		if (i == n) {
-			snprintf(why, len,
-				 "this run loads the application library %s at %#lx, which the "
-				 "checkpoint's process did not have",
-				 path, (unsigned long)base);
-			return -ENOENT;
+			return why_set(
+			    why, -ENOENT,
+			    "this run loads the application library %s at %#lx, which the "
+			    "checkpoint's process did not have",
+			    path, (unsigned long)base);
 		}
 	}
 	return 0;
 }
 
 /* [start, end) is mapped in this run, and writable. */
-static int check_mapped(uint64_t start, uint64_t end, const char *what, char *why, size_t len)
+static int check_mapped(uint64_t start, uint64_t end, const char *what, struct why *why)
 {
 	uint64_t pos = start;
 
@@ -190,26 +186,25 @@ static int check_mapped(uint64_t start, uint64_t end, const char *what, char *wh
 		if (maps[i].start > pos)
 			break;
 		if (!maps[i].writable) {
-			snprintf(why, len,
-				 "%s at %#lx-%#lx is not writable in this run (%#lx-%#lx %s)", what,
-				 (unsigned long)start, (unsigned long)end,
-				 (unsigned long)maps[i].start, (unsigned long)maps[i].end,
-				 maps[i].path[0] ? maps[i].path : "anonymous");
-			return -EACCES;
+			return why_set(why, -EACCES,
+				       "%s at %#lx-%#lx is not writable in this run (%#lx-%#lx %s)",
+				       what, (unsigned long)start, (unsigned long)end,
+				       (unsigned long)maps[i].start, (unsigned long)maps[i].end,
+				       maps[i].path[0] ? maps[i].path : "anonymous");
 		}
 		pos = maps[i].end;
 	}
 	if (pos < end) {
-		snprintf(why, len, "%s at %#lx-%#lx is not mapped in this run (from %#lx)", what,
-			 (unsigned long)start, (unsigned long)end, (unsigned long)pos);
-		return -ENOENT;
+		return why_set(why, -ENOENT,
+			       "%s at %#lx-%#lx is not mapped in this run (from %#lx)", what,
+			       (unsigned long)start, (unsigned long)end, (unsigned long)pos);
 	}
 	return 0;
 }
 
 /* The saved stack [low, top) fits where it was: the same top, within this
  * run's stack limit, no other mapping in the way of its growth. */
-static int check_stack(uint64_t low, uint64_t top, char *why, size_t len)
+static int check_stack(uint64_t low, uint64_t top, struct why *why)
 {
 	const struct mapping *st = NULL;
 	struct rlimit rl;
@@ -218,34 +213,32 @@ static int check_stack(uint64_t low, uint64_t top, char *why, size_t len)
 		if (maps[i].stack)
 			st = &maps[i];
 	if (!st || st->end != top) {
-		snprintf(why, len,
-			 "the main stack ends at %#lx in this run, at %#lx in the checkpoint "
-			 "(address space randomisation on?)",
-			 st ? (unsigned long)st->end : 0ul, (unsigned long)top);
-		return -EFAULT;
+		return why_set(why, -EFAULT,
+			       "the main stack ends at %#lx in this run, at %#lx in the checkpoint "
+			       "(address space randomisation on?)",
+			       st ? (unsigned long)st->end : 0ul, (unsigned long)top);
 	}
 	if (!getrlimit(RLIMIT_STACK, &rl) && rl.rlim_cur != RLIM_INFINITY &&
 	    top - low > rl.rlim_cur) {
-		snprintf(why, len,
-			 "the checkpoint's main stack (%llu KiB) does not fit in this run's stack "
-			 "limit (ulimit -s %llu)",
-			 (unsigned long long)(top - low) / 1024,
-			 (unsigned long long)rl.rlim_cur / 1024);
-		return -E2BIG;
+		return why_set(
+		    why, -E2BIG,
+		    "the checkpoint's main stack (%llu KiB) does not fit in this run's stack "
+		    "limit (ulimit -s %llu)",
+		    (unsigned long long)(top - low) / 1024, (unsigned long long)rl.rlim_cur / 1024);
 	}
 	for (size_t i = 0; i < nmaps; i++)
 		if (&maps[i] != st && maps[i].end + STACK_GUARD_GAP > low && maps[i].start < top) {
-			snprintf(why, len,
-				 "the checkpoint's main stack (down to %#lx) meets %s at %#lx-%#lx "
-				 "in this run",
-				 (unsigned long)low, maps[i].path[0] ? maps[i].path : "a mapping",
-				 (unsigned long)maps[i].start, (unsigned long)maps[i].end);
-			return -EEXIST;
+			return why_set(
+			    why, -EEXIST,
+			    "the checkpoint's main stack (down to %#lx) meets %s at %#lx-%#lx "
+			    "in this run",
+			    (unsigned long)low, maps[i].path[0] ? maps[i].path : "a mapping",
+			    (unsigned long)maps[i].start, (unsigned long)maps[i].end);
 		}
 	return 0;
 }
 
-static int check_regions(const struct region *r, int n, uint64_t stack_top, char *why, size_t len)
+static int check_regions(const struct region *r, int n, uint64_t stack_top, struct why *why)
 {
 	char what[320];
 	int ret = 0;
@@ -256,19 +249,18 @@ static int check_regions(const struct region *r, int n, uint64_t stack_top, char
 		switch (r[i].kind) {
 		case REGION_DATA:
 			snprintf(what, sizeof(what), "the data of %s", obj ? obj : "an object");
-			ret = check_mapped(r[i].start, r[i].end, what, why, len);
+			ret = check_mapped(r[i].start, r[i].end, what, why);
 			break;
 		case REGION_ARENA:
 			if (!arena_ready() || r[i].start < STASIS_ARENA_BASE ||
 			    r[i].end > STASIS_ARENA_BASE + STASIS_ARENA_SIZE) {
-				snprintf(why, len,
-					 "the arena at %#lx-%#lx is not reserved in this run",
-					 (unsigned long)r[i].start, (unsigned long)r[i].end);
-				ret = -ENOENT;
+				ret = why_set(why, -ENOENT,
+					      "the arena at %#lx-%#lx is not reserved in this run",
+					      (unsigned long)r[i].start, (unsigned long)r[i].end);
 			}
 			break;
 		case REGION_STACK:
-			ret = check_stack(r[i].start, stack_top, why, len);
+			ret = check_stack(r[i].start, stack_top, why);
 			break;
 		}
 	}
@@ -277,7 +269,7 @@ static int check_regions(const struct region *r, int n, uint64_t stack_top, char
 
 /* Every recorded range lies in memory the image restores. */
 static int check_ranges(const struct maps_range *ranges, size_t n, const struct region *r, int nr,
-			uint64_t stack_top, char *why, size_t len)
+			uint64_t stack_top, struct why *why)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct maps_range *m = &ranges[i];
@@ -291,17 +283,15 @@ static int check_ranges(const struct maps_range *ranges, size_t n, const struct 
 		    (i && m->start < ranges[i - 1].end) ||
 		    m->prot & ~(unsigned)(PROT_READ | PROT_WRITE | PROT_EXEC) ||
 		    (m->flags & ~MAPS_SAVED_FLAGS) || !inside) {
-			snprintf(why, len,
-				 "the record of the application's mappings is damaged "
-				 "(a range outside the image)");
-			return -EBADMSG;
+			return why_set(why, -EBADMSG,
+				       "the record of the application's mappings is damaged "
+				       "(a range outside the image)");
 		}
 	}
 	return 0;
 }
 
-int maps_verify(const struct region *regions, int n, const void *data, size_t len, char *why,
-		size_t whylen)
+int maps_verify(const struct region *regions, int n, const void *data, size_t len, struct why *why)
 {
 	const struct maps_record *rec = data;
 	const struct maps_object *obj;
@@ -313,31 +303,29 @@ int maps_verify(const struct region *regions, int n, const void *data, size_t le
 	if (!rec || len < sizeof(*rec) || memcmp(rec->magic, STASIS_MAPS_MAGIC, 8) ||
 	    rec->record_size != sizeof(*rec) || rec->object_size != sizeof(*obj) ||
 	    rec->range_size != sizeof(*ranges)) {
-		snprintf(why, whylen,
-			 "the image has no valid record of the application's mappings");
-		return -EBADMSG;
+		return why_set(why, -EBADMSG,
+			       "the image has no valid record of the application's mappings");
 	}
 	need = sizeof(*rec) + (size_t)rec->nobjects * sizeof(*obj) +
 	       (size_t)rec->nranges * sizeof(*ranges);
 	if (need > len) {
-		snprintf(why, whylen, "the record of the application's mappings is truncated");
-		return -EBADMSG;
+		return why_set(why, -EBADMSG,
+			       "the record of the application's mappings is truncated");
 	}
 	obj = (const struct maps_object *)(rec + 1);
 	ranges = (const struct maps_range *)(obj + rec->nobjects);
 	if ((ret = read_maps())) {
-		snprintf(why, whylen, "cannot read /proc/self/maps: %s", strerror(-ret));
-		return ret;
+		return why_set(why, ret, "cannot read /proc/self/maps: %s", strerror(-ret));
 	}
-	if ((ret = check_objects(obj, rec->nobjects, why, whylen)) ||
-	    (ret = check_regions(regions, n, rec->stack_top, why, whylen)) ||
-	    (ret = check_ranges(ranges, rec->nranges, regions, n, rec->stack_top, why, whylen)))
+	if ((ret = check_objects(obj, rec->nobjects, why)) ||
+	    (ret = check_regions(regions, n, rec->stack_top, why)) ||
+	    (ret = check_ranges(ranges, rec->nranges, regions, n, rec->stack_top, why)))
 		return ret;
 	if (rec->nranges) {
 		pending = map_pages(rec->nranges * sizeof(*pending));
 		if (!pending) {
-			snprintf(why, whylen, "no memory for %u protected ranges", rec->nranges);
-			return -ENOMEM;
+			return why_set(why, -ENOMEM, "no memory for %u protected ranges",
+				       rec->nranges);
 		}
 		memcpy(pending, ranges, rec->nranges * sizeof(*pending));
 	}
@@ -389,22 +377,18 @@ static int mappings_part_quiesce(struct why *why)
 static int mappings_part_save(uint64_t id, struct section_list *out, struct why *why)
 {
 	struct image_region r;
-	char err[1024] = "";
-	int ret = maps_capture(&r, err, sizeof(err));
+	int ret = maps_capture(&r, why);
 
 	(void)id;
 	if (ret)
-		return why_set(why, ret, "%s", err);
+		return ret;
 	return section_add(out, r.kind, (const void *)r.addr, r.length, why);
 }
 
 static int mappings_part_verify(const struct restart_input *in, struct why *why)
 {
 	const struct section *sec = restart_section(in, SECTION_MAPPINGS);
-	char err[1024] = "";
-	int ret = maps_verify(in->memory, in->nmemory, sec->data, sec->len, err, sizeof(err));
-
-	return ret ? why_set(why, ret, "%s", err) : 0;
+	return maps_verify(in->memory, in->nmemory, sec->data, sec->len, why);
 }
 
 const struct part_ops mappings_part = {

@@ -455,22 +455,22 @@ bool sigstate_capture(struct image_region *out)
 static struct signals_record restored;
 static bool have_restored;
 
-int sigstate_load(const void *data, size_t len, char *why, size_t whylen)
+int sigstate_load(const void *data, size_t len, struct why *why)
 {
 	const struct signals_record *rec = data;
 
 	have_restored = false;
 	if (!rec || len < sizeof(*rec) || memcmp(rec->magic, STASIS_SIGNALS_MAGIC, 8) ||
 	    rec->record_size != sizeof(*rec) || rec->nsig != NSIGS) {
-		snprintf(why, whylen, "the image has no valid record of the program's signals");
-		return -EBADMSG;
+		return why_set(why, -EBADMSG,
+			       "the image has no valid record of the program's signals");
 	}
 	for (int w = 0; w < 3; w++)
 		if (rec->itimer[w].value_us / 1000000u > (uint64_t)INT32_MAX ||
 		    rec->itimer[w].interval_us / 1000000u > (uint64_t)INT32_MAX ||
 		    rec->pdeathsig >= NSIGS) {
-			snprintf(why, whylen, "the record of the program's signals is damaged");
-			return -EBADMSG;
+			return why_set(why, -EBADMSG,
+				       "the record of the program's signals is damaged");
 		}
 	restored = *rec;
 	have_restored = true;
@@ -582,10 +582,7 @@ static int signals_part_save(uint64_t id, struct section_list *out, struct why *
 static int signals_part_verify(const struct restart_input *in, struct why *why)
 {
 	const struct section *sec = restart_section(in, SECTION_SIGNALS);
-	char err[1024] = "";
-	int ret = sigstate_load(sec->data, sec->len, err, sizeof(err));
-
-	return ret ? why_set(why, ret, "%s", err) : 0;
+	return sigstate_load(sec->data, sec->len, why);
 }
 
 static int signals_part_reattach(const struct restart_input *in, struct why *why)

@@ -66,7 +66,7 @@ bool sigstate_capture(struct image_region *out);
  * timers and drop its pending signals (the image brings its own). resumed:
  * on the main thread after the jump, put the image's dispositions,
  * alternate stack, timers and pending signals back. */
-int sigstate_load(const void *rec, size_t len, char *why, size_t whylen);
+int sigstate_load(const void *rec, size_t len, struct why *why);
 void sigstate_before_jump(void);
 void sigstate_resumed(void);
 

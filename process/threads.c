@@ -360,15 +360,15 @@ static void parked_main(int index)
 	 * the runtime's: the arena is about to be overwritten. */
 	stasis_depth = 1;
 	memcpy((void *)r->low, t->stack_bytes, r->top - r->low);
-	ret = tls_restore_thread(tls_record, tls_record_len, r->slot + 1, t->why, sizeof(t->why));
+	ret = tls_restore_thread(tls_record, tls_record_len, r->slot + 1, &t->why);
 	if (!ret)
 		ret = sched_setaffinity(0, sizeof(cpu_set_t), (const cpu_set_t *)r->affinity) &&
 			      errno != EINVAL
 			  ? -errno
 			  : 0;
-	if (ret && !t->why[0])
-		snprintf(t->why, sizeof(t->why), "thread %u: cannot set its CPU affinity: %s",
-			 r->slot, strerror(-ret));
+	if (ret)
+		why_set(&t->why, ret, "thread %u: cannot set its CPU affinity: %s", r->slot,
+			strerror(-ret));
 	__atomic_store_n(&t->parked, ret ? -1 : 1, __ATOMIC_SEQ_CST);
 	futex_wake(&t->parked);
 	while (!__atomic_load_n(&restore_go, __ATOMIC_SEQ_CST))
@@ -390,11 +390,12 @@ static void parked_main(int index)
 
 void park_for_restore(struct slot *t)
 {
+	/* The first cause is kept: none left from an earlier park. */
+	why_clear(&t->why);
 	t->temp_stack =
 	    mmap(NULL, TEMP_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (t->temp_stack == MAP_FAILED) {
-		snprintf(t->why, sizeof(t->why), "thread %d: no memory to park it",
-			 (int)(t - slots));
+		why_set(&t->why, -ENOMEM, "thread %d: no memory to park it", (int)(t - slots));
 		__atomic_store_n(&t->parked, -1, __ATOMIC_SEQ_CST);
 		futex_wake(&t->parked);
 		for (;;)
@@ -437,7 +438,7 @@ static const struct thread_record *next_record(struct parse *c, const uint8_t **
 }
 
 /* Make thread r again (no thread of this run holds its slot). */
-static int make_again(const struct thread_record *r, const uint8_t *bytes, char *why, size_t whylen)
+static int make_again(const struct thread_record *r, const uint8_t *bytes, struct why *why)
 {
 	struct slot *t = &slots[r->slot];
 	pthread_attr_t attr;
@@ -455,9 +456,8 @@ static int make_again(const struct thread_record *r, const uint8_t *bytes, char 
 	t->mode = r->state == THREAD_ENDED ? MODE_ENDED : MODE_RESTORE;
 	t->state = r->state == THREAD_ENDED ? SLOT_EXITING : SLOT_STARTING;
 	if (map_block(r->block, r->block_size)) {
-		stasis_errf(why, whylen, "thread %u: cannot map its stack at %#llx", r->slot,
-			    (unsigned long long)r->block);
-		return -ENOMEM;
+		return why_set(why, -ENOMEM, "thread %u: cannot map its stack at %#llx", r->slot,
+			       (unsigned long long)r->block);
 	}
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, r->detached ? PTHREAD_CREATE_DETACHED
@@ -471,22 +471,21 @@ static int make_again(const struct thread_record *r, const uint8_t *bytes, char 
 	ret = real_create(&pt, &attr, thread_entry, t);
 	pthread_attr_destroy(&attr);
 	if (ret) {
-		stasis_errf(why, whylen, "thread %u: cannot make it again: %s", r->slot,
-			    strerror(ret));
-		return -ret;
+		return why_set(why, -ret, "thread %u: cannot make it again: %s", r->slot,
+			       strerror(ret));
 	}
 	t->pt = pt;
 	if ((uintptr_t)pt != r->pthread) {
-		stasis_errf(why, whylen,
-			    "thread %u: glibc placed its descriptor at %#lx in this run, was %#llx",
-			    r->slot, (unsigned long)pt, (unsigned long long)r->pthread);
-		return -EINVAL;
+		return why_set(
+		    why, -EINVAL,
+		    "thread %u: glibc placed its descriptor at %#lx in this run, was %#llx",
+		    r->slot, (unsigned long)pt, (unsigned long long)r->pthread);
 	}
 	return 0;
 }
 
 /* Wait until every thread of the record is parked (or ended again). */
-static int wait_parked(struct parse c, char *why, size_t whylen)
+static int wait_parked(struct parse c, struct why *why)
 {
 	const struct thread_record *r;
 	const uint8_t *bytes;
@@ -499,11 +498,10 @@ static int wait_parked(struct parse c, char *why, size_t whylen)
 			/* Made again only to end again, with its result. */
 			for (int ms = 0; !t->tid || !slot_gone(t); ms++) {
 				if (ms == 10000) {
-					stasis_errf(why, whylen,
-						    "thread %u: made again, it does "
-						    "not end",
-						    r->slot);
-					return -ETIMEDOUT;
+					return why_set(why, -ETIMEDOUT,
+						       "thread %u: made again, it does "
+						       "not end",
+						       r->slot);
 				}
 				usleep(1000);
 			}
@@ -513,22 +511,21 @@ static int wait_parked(struct parse c, char *why, size_t whylen)
 		while (!__atomic_load_n(&t->parked, __ATOMIC_SEQ_CST))
 			futex_wait(&t->parked, 0);
 		if (t->parked < 0) {
-			stasis_errf(why, whylen, "%s", t->why);
-			return -EINVAL;
+			return why_set(why, -EINVAL, "%s", t->why.msg);
 		}
 		if (t->top != r->top) {
-			stasis_errf(why, whylen,
-				    "thread %u: its stack is at another place in this run (frame "
-				    "%#lx, was %#llx)",
-				    r->slot, (unsigned long)t->top, (unsigned long long)r->top);
-			return -EINVAL;
+			return why_set(
+			    why, -EINVAL,
+			    "thread %u: its stack is at another place in this run (frame "
+			    "%#lx, was %#llx)",
+			    r->slot, (unsigned long)t->top, (unsigned long long)r->top);
 		}
 	}
 	return 0;
 }
 
-int threads_restore(const void *tls, size_t tls_len, const void *thr, size_t thr_len, char *why,
-		    size_t whylen)
+int threads_restore(const void *tls, size_t tls_len, const void *thr, size_t thr_len,
+		    struct why *why)
 {
 	struct parse c = {thr, thr, (const uint8_t *)thr};
 	const struct thread_record *r;
@@ -538,14 +535,13 @@ int threads_restore(const void *tls, size_t tls_len, const void *thr, size_t thr
 
 	if (!tls || !thr || thr_len < sizeof(*c.h) ||
 	    memcmp(c.h->magic, STASIS_THREADS_MAGIC, sizeof(c.h->magic)) || c.h->bytes > thr_len) {
-		stasis_errf(why, whylen, "the image holds no record of the threads");
-		return -EBADMSG;
+		return why_set(why, -EBADMSG, "the image holds no record of the threads");
 	}
 	c.p += sizeof(*c.h);
 	c.end += c.h->bytes;
-	ret = tls_restore_keys(tls, tls_len, why, whylen);
+	ret = tls_restore_keys(tls, tls_len, why);
 	if (!ret)
-		ret = tls_restore_thread(tls, tls_len, 0, why, whylen);
+		ret = tls_restore_thread(tls, tls_len, 0, why);
 	if (ret)
 		return ret;
 	tls_record = tls;
@@ -558,15 +554,14 @@ int threads_restore(const void *tls, size_t tls_len, const void *thr, size_t thr
 	}
 	for (int i = 0; i < MAX_THREADS; i++)
 		if (slots[i].state != SLOT_FREE && !in_record[i]) {
-			stasis_errf(why, whylen,
-				    "this run's start made a thread (%d) the checkpointed run no "
-				    "longer had",
-				    i);
-			return -EINVAL;
+			return why_set(
+			    why, -EINVAL,
+			    "this run's start made a thread (%d) the checkpointed run no "
+			    "longer had",
+			    i);
 		}
 	if (bad) {
-		stasis_errf(why, whylen, "the record of the threads is malformed");
-		return -EBADMSG;
+		return why_set(why, -EBADMSG, "the record of the threads is malformed");
 	}
 	{
 		struct parse each = c;
@@ -575,7 +570,7 @@ int threads_restore(const void *tls, size_t tls_len, const void *thr, size_t thr
 			struct slot *t = &slots[r->slot];
 
 			if (t->state == SLOT_FREE) {
-				ret = make_again(r, bytes, why, whylen);
+				ret = make_again(r, bytes, why);
 				if (ret)
 					return ret;
 				continue;
@@ -585,16 +580,16 @@ int threads_restore(const void *tls, size_t tls_len, const void *thr, size_t thr
 			/* Made by this run's start, as in the checkpointed run. */
 			if (r->state != THREAD_STOPPED || t->state != SLOT_RUNNING ||
 			    t->block != r->block || (uintptr_t)t->pt != r->pthread) {
-				stasis_errf(why, whylen,
-					    "thread %u, made by this run's start, differs from the "
-					    "checkpointed run's",
-					    r->slot);
-				return -EINVAL;
+				return why_set(
+				    why, -EINVAL,
+				    "thread %u, made by this run's start, differs from the "
+				    "checkpointed run's",
+				    r->slot);
 			}
 		}
 	}
-	ret = threads_park_started(why, whylen);
-	return ret ? ret : wait_parked(c, why, whylen);
+	ret = threads_park_started(why);
+	return ret ? ret : wait_parked(c, why);
 }
 
 void threads_release(void)
@@ -612,22 +607,18 @@ void threads_release(void)
 
 static int threads_part_stop(struct why *why)
 {
-	char err[512] = "";
-	int ret = threads_stop(err, sizeof(err));
-
-	return ret ? why_set(why, ret, "%s", err) : 0;
+	return threads_stop(why);
 }
 
 /* Two sections: thread-local storage and keys, and the threads. */
 static int threads_part_save(uint64_t id, struct section_list *out, struct why *why)
 {
 	struct image_region r[4];
-	char err[1024] = "";
-	int n = threads_save(r, 4, err, sizeof(err)), ret = 0;
+	int n = threads_save(r, 4, why), ret = 0;
 
 	(void)id;
 	if (n < 0)
-		return why_set(why, n, "%s", err);
+		return n;
 	for (int i = 0; i < n && !ret; i++)
 		ret = section_add(out, r[i].kind, (const void *)r[i].addr, r[i].length, why);
 	return ret;
@@ -637,10 +628,7 @@ static int threads_part_recreate(const struct restart_input *in, struct why *why
 {
 	const struct section *tls = restart_section(in, SECTION_TLS);
 	const struct section *thr = restart_section(in, SECTION_THREADS);
-	char err[1024] = "";
-	int ret = threads_restore(tls->data, tls->len, thr->data, thr->len, err, sizeof(err));
-
-	return ret ? why_set(why, ret, "%s", err) : 0;
+	return threads_restore(tls->data, tls->len, thr->data, thr->len, why);
 }
 
 const struct part_ops threads_part = {

@@ -62,15 +62,15 @@
  * -errno (application threads then switch checkpoints off). */
 int threads_init(void);
 
-int threads_stop(char *err, size_t errlen);
-/* Fills up to max entries of out; returns their number or -errno (err set). */
-int threads_save(struct image_region *out, int max, char *err, size_t errlen);
+int threads_stop(struct why *why);
+/* Fills up to max entries of out; returns their number or -errno (why set). */
+int threads_save(struct image_region *out, int max, struct why *why);
 void threads_resume(void);
 
 /* tls, thr: the image's SECTION_TLS and SECTION_THREADS (NULL when absent).
  * 0, or -errno with why set to one line. */
-int threads_restore(const void *tls, size_t tls_len, const void *thr, size_t thr_len, char *why,
-		    size_t whylen);
+int threads_restore(const void *tls, size_t tls_len, const void *thr, size_t thr_len,
+		    struct why *why);
 void threads_release(void);
 
 /* --- what the preload layer uses ------------------------------------------ */

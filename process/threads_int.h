@@ -13,6 +13,7 @@
 #include <ucontext.h>
 
 #include "format.h"
+#include "why.h"
 
 #define MAX_THREADS 256
 
@@ -58,7 +59,7 @@ struct slot {
 	const struct thread_record *rec;
 	const uint8_t *stack_bytes;
 	volatile int parked; /* 1 parked and ready, -1 failed (why says) */
-	char why[512];
+	struct why why;	     /* cleared when it parks */
 	void *temp_stack;
 	ucontext_t park_ctx;
 };
@@ -84,6 +85,6 @@ extern volatile int restore_requested;
 void park_for_restore(struct slot *t) __attribute__((noreturn));
 /* Stop the threads this run's start made that the image has (t->rec set,
  * mode MODE_NORMAL) and have them park (threads_stop.c). */
-int threads_park_started(char *why, size_t whylen);
+int threads_park_started(struct why *why);
 
 #endif

@@ -266,9 +266,9 @@ static void let_go(void)
 	command_post(CMD_RELEASE);
 }
 
-static void explain(int i, char *err, size_t errlen)
+static int explain(int i, struct why *why)
 {
-	static const char *const why[] = {
+	static const char *const what[] = {
 	    [NOT_ASKED] = "did not take stasis's signal (SIGRTMIN+3 blocked?)",
 	    [BUSY] = "stayed inside stasis (allocating, loading a library)",
 	    [IN_MPI] = "stayed inside the MPI library",
@@ -277,14 +277,13 @@ static void explain(int i, char *err, size_t errlen)
 	const struct slot *t = &slots[i];
 
 	if (t->state == SLOT_EXITING)
-		stasis_errf(err, errlen, "thread %d (tid %d) of the program did not finish ending",
-			    i, (int)t->tid);
-	else if (t->state == SLOT_STARTING)
-		stasis_errf(err, errlen, "thread %d of the program did not start", i);
-	else
-		stasis_errf(err, errlen,
-			    "thread %d (tid %d) of the program could not be stopped: it %s", i,
-			    (int)t->tid, why[deferred[i]]);
+		return why_set(why, -EBUSY,
+			       "thread %d (tid %d) of the program did not finish ending", i,
+			       (int)t->tid);
+	if (t->state == SLOT_STARTING)
+		return why_set(why, -EBUSY, "thread %d of the program did not start", i);
+	return why_set(why, -EBUSY, "thread %d (tid %d) of the program could not be stopped: it %s",
+		       i, (int)t->tid, what[deferred[i]]);
 }
 
 static int count_stopped(void)
@@ -296,7 +295,7 @@ static int count_stopped(void)
 	return n;
 }
 
-int threads_stop(char *err, size_t errlen)
+int threads_stop(struct why *why)
 {
 	double t0 = now(), until = t0 + STOP_SECONDS, sent[MAX_THREADS] = {0};
 	bool stdio_busy = false;
@@ -312,11 +311,9 @@ int threads_stop(char *err, size_t errlen)
 		if (now() > until) {
 			let_go();
 			if (pending >= 0)
-				explain(pending, err, errlen);
-			else
-				stasis_errf(err, errlen, "a thread of the program kept holding %s",
-					    stdio_busy ? "a stdio stream" : "stasis's table");
-			return -EBUSY;
+				return explain(pending, why);
+			return why_set(why, -EBUSY, "a thread of the program kept holding %s",
+				       stdio_busy ? "a stdio stream" : "stasis's table");
 		}
 		/* A thread being made holds it a moment (and stops on its way out). */
 		if (!table_trylock())
@@ -453,15 +450,14 @@ static int save_threads(struct image_region *out)
 	return 0;
 }
 
-int threads_save(struct image_region *out, int max, char *err, size_t errlen)
+int threads_save(struct image_region *out, int max, struct why *why)
 {
 	uint32_t n = 1;
 	double until;
 	int ret;
 
 	if (max < 2) {
-		stasis_errf(err, errlen, "too many regions");
-		return -ENOSPC;
+		return why_set(why, -ENOSPC, "too many regions");
 	}
 	for (int i = 0; i < MAX_THREADS; i++)
 		if (stopped(&slots[i]))
@@ -484,17 +480,16 @@ int threads_save(struct image_region *out, int max, char *err, size_t errlen)
 	if (!ret)
 		ret = save_threads(&out[1]);
 	if (ret) {
-		stasis_errf(err, errlen,
-			    "cannot save the threads and their thread-local storage: %s",
-			    strerror(-ret));
-		return ret;
+		return why_set(why, ret,
+			       "cannot save the threads and their thread-local storage: %s",
+			       strerror(-ret));
 	}
 	return 2;
 }
 
 /* --- a restart ---------------------------------------------------------------- */
 
-int threads_park_started(char *why, size_t whylen)
+int threads_park_started(struct why *why)
 {
 	find_runtime_code();
 	__atomic_store_n(&restore_requested, 1, __ATOMIC_SEQ_CST);
@@ -505,10 +500,8 @@ int threads_park_started(char *why, size_t whylen)
 		if (!t->rec || t->mode != MODE_NORMAL)
 			continue;
 		while (!__atomic_load_n(&t->parked, __ATOMIC_SEQ_CST)) {
-			if (now() > until) {
-				explain(i, why, whylen);
-				return -EBUSY;
-			}
+			if (now() > until)
+				return explain(i, why);
 			if (now() - sent > RESEND_MS / 1e3) {
 				syscall(SYS_tgkill, getpid(), t->tid, stop_signal);
 				sent = now();

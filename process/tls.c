@@ -264,8 +264,7 @@ static const void *take(struct cursor *c, size_t n)
 
 /* The record's header and keys, checked; c is left at the first thread. */
 static const struct tls_record *open_record(const void *rec, size_t len, struct cursor *c,
-					    const struct tls_key **keys_out, char *why,
-					    size_t whylen)
+					    const struct tls_key **keys_out, struct why *why)
 {
 	const struct tls_record *h;
 
@@ -274,19 +273,19 @@ static const struct tls_record *open_record(const void *rec, size_t len, struct 
 	h = take(c, sizeof(*h));
 	if (!h || memcmp(h->magic, STASIS_TLS_MAGIC, sizeof(h->magic)) || h->bytes > len ||
 	    h->nkeys > MAX_KEYS) {
-		stasis_errf(why, whylen, "the thread-local storage record is malformed");
+		why_set(why, -EBADMSG, "the thread-local storage record is malformed");
 		return NULL;
 	}
 	c->end = c->p - sizeof(*h) + h->bytes;
 	*keys_out = take(c, (size_t)h->nkeys * sizeof(struct tls_key));
 	if (!*keys_out) {
-		stasis_errf(why, whylen, "the thread-local storage record is malformed");
+		why_set(why, -EBADMSG, "the thread-local storage record is malformed");
 		return NULL;
 	}
 	for (uint32_t i = 0; i < h->nkeys; i++)
 		if ((*keys_out)[i].key >= MAX_KEYS ||
 		    (i && (*keys_out)[i].key <= (*keys_out)[i - 1].key)) {
-			stasis_errf(why, whylen, "the thread-local storage record is malformed");
+			why_set(why, -EBADMSG, "the thread-local storage record is malformed");
 			return NULL;
 		}
 	return h;
@@ -294,17 +293,15 @@ static const struct tls_record *open_record(const void *rec, size_t len, struct 
 
 /* Make key `want` with libc's lowest-free numbering: lower free numbers
  * are taken by placeholders (*fill), deleted by the caller. */
-static int make_key(const struct tls_key *want, pthread_key_t *fill, int *nfill, char *why,
-		    size_t whylen)
+static int make_key(const struct tls_key *want, pthread_key_t *fill, int *nfill, struct why *why)
 {
 	for (;;) {
 		pthread_key_t got;
 		int ret = pthread_key_create(&got, (void (*)(void *))want->destructor);
 
 		if (ret) {
-			stasis_errf(why, whylen, "cannot make pthread key %u of the program: %s",
-				    want->key, strerror(ret));
-			return -ret;
+			return why_set(why, -ret, "cannot make pthread key %u of the program: %s",
+				       want->key, strerror(ret));
 		}
 		if (got == want->key) {
 			pthread_mutex_lock(&keys_lock);
@@ -314,11 +311,11 @@ static int make_key(const struct tls_key *want, pthread_key_t *fill, int *nfill,
 		}
 		if (got > want->key) {
 			pthread_key_delete(got);
-			stasis_errf(why, whylen,
-				    "pthread key %u of the program is taken in this run by the MPI "
-				    "library or another part of the runtime",
-				    want->key);
-			return -EBUSY;
+			return why_set(
+			    why, -EBUSY,
+			    "pthread key %u of the program is taken in this run by the MPI "
+			    "library or another part of the runtime",
+			    want->key);
 		}
 		/* A placeholder, then deleted: its destructor must never run. */
 		pthread_setspecific(got, NULL);
@@ -326,13 +323,13 @@ static int make_key(const struct tls_key *want, pthread_key_t *fill, int *nfill,
 	}
 }
 
-int tls_restore_keys(const void *rec, size_t len, char *why, size_t whylen)
+int tls_restore_keys(const void *rec, size_t len, struct why *why)
 {
 	static pthread_key_t fill[MAX_KEYS];
 	bool want[MAX_KEYS] = {false};
 	const struct tls_key *saved;
 	struct cursor c;
-	const struct tls_record *h = open_record(rec, len, &c, &saved, why, whylen);
+	const struct tls_record *h = open_record(rec, len, &c, &saved, why);
 	int nfill = 0, ret = 0;
 
 	if (!h)
@@ -350,16 +347,15 @@ int tls_restore_keys(const void *rec, size_t len, char *why, size_t whylen)
 		if (program_key(saved[i].key)) {
 			/* Made again by the program's own start, as in the run. */
 			if (have->destructor != saved[i].destructor) {
-				stasis_errf(
-				    why, whylen,
+				ret = why_set(
+				    why, -EINVAL,
 				    "pthread key %u of the program has another destructor in "
 				    "this run",
 				    saved[i].key);
-				ret = -EINVAL;
 			}
 			continue;
 		}
-		ret = make_key(&saved[i], fill, &nfill, why, whylen);
+		ret = make_key(&saved[i], fill, &nfill, why);
 	}
 	for (int i = 0; i < nfill; i++)
 		pthread_key_delete(fill[i]);
@@ -401,41 +397,39 @@ static void *block_now(size_t modid)
 }
 
 static int restore_block(const struct tls_block *b, const void *bytes, uintptr_t tp,
-			 uintptr_t saved_tp, char *why, size_t whylen)
+			 uintptr_t saved_tp, struct why *why)
 {
 	struct object_find f = {b, 0, 0, NULL};
 	const char *name = b->object[0] ? b->object : "the executable";
 
 	dl_iterate_phdr(find_object, &f);
 	if (!f.modid || f.memsz != b->size) {
-		stasis_errf(why, whylen, "thread-local storage of %s: %s in this run at %#llx",
-			    name, f.modid ? "the object differs" : "the object is not loaded",
-			    (unsigned long long)b->base);
-		return -ENOENT;
+		return why_set(why, -ENOENT, "thread-local storage of %s: %s in this run at %#llx",
+			       name, f.modid ? "the object differs" : "the object is not loaded",
+			       (unsigned long long)b->base);
 	}
 	if (!f.block)
 		f.block = block_now(f.modid);
 	if (!f.block) {
-		stasis_errf(why, whylen, "thread-local storage of %s cannot be allocated", name);
-		return -ENOMEM;
+		return why_set(why, -ENOMEM, "thread-local storage of %s cannot be allocated",
+			       name);
 	}
 	if (!b->dynamic && (uintptr_t)f.block - tp != b->addr - saved_tp) {
-		stasis_errf(why, whylen,
-			    "thread-local storage of %s is at another place in this run (%+lld "
-			    "bytes from the thread pointer, was %+lld)",
-			    name, (long long)((uintptr_t)f.block - tp),
-			    (long long)(b->addr - saved_tp));
-		return -EINVAL;
+		return why_set(why, -EINVAL,
+			       "thread-local storage of %s is at another place in this run (%+lld "
+			       "bytes from the thread pointer, was %+lld)",
+			       name, (long long)((uintptr_t)f.block - tp),
+			       (long long)(b->addr - saved_tp));
 	}
 	memcpy(f.block, bytes, b->size);
 	return 0;
 }
 
-int tls_restore_thread(const void *rec, size_t len, uint32_t thread, char *why, size_t whylen)
+int tls_restore_thread(const void *rec, size_t len, uint32_t thread, struct why *why)
 {
 	const struct tls_key *saved;
 	struct cursor c;
-	const struct tls_record *h = open_record(rec, len, &c, &saved, why, whylen);
+	const struct tls_record *h = open_record(rec, len, &c, &saved, why);
 	uintptr_t tp = tls_thread_pointer();
 
 	if (!h)
@@ -449,18 +443,16 @@ int tls_restore_thread(const void *rec, size_t len, uint32_t thread, char *why, 
 		if (!values)
 			break;
 		if (mine && t->tp != tp) {
-			stasis_errf(
-			    why, whylen,
+			return why_set(
+			    why, -EINVAL,
 			    "the thread pointer of thread %u is %#lx in this run, was %#llx",
 			    thread, (unsigned long)tp, (unsigned long long)t->tp);
-			return -EINVAL;
 		}
 		for (uint32_t i = 0; mine && i < h->nkeys; i++) {
 			ret = pthread_setspecific(saved[i].key, (void *)(uintptr_t)values[i]);
 			if (ret) {
-				stasis_errf(why, whylen, "cannot set pthread key %u: %s",
-					    saved[i].key, strerror(ret));
-				return -ret;
+				return why_set(why, -ret, "cannot set pthread key %u: %s",
+					       saved[i].key, strerror(ret));
 			}
 		}
 		for (uint32_t i = 0; i < t->nblocks; i++) {
@@ -469,13 +461,12 @@ int tls_restore_thread(const void *rec, size_t len, uint32_t thread, char *why, 
 
 			if (!bytes)
 				goto bad;
-			if (mine && (ret = restore_block(b, bytes, tp, t->tp, why, whylen)))
+			if (mine && (ret = restore_block(b, bytes, tp, t->tp, why)))
 				return ret;
 		}
 		if (mine)
 			return 0;
 	}
 bad:
-	stasis_errf(why, whylen, "the thread-local storage record has no thread %u", thread);
-	return -EBADMSG;
+	return why_set(why, -EBADMSG, "the thread-local storage record has no thread %u", thread);
 }

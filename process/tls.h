@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "image.h"
+#include "why.h"
 
 /* The preload layer's pthread_key_create()/pthread_key_delete(): every key
  * made or deleted, with the address the call returns to (it decides whose
@@ -46,12 +47,12 @@ int tls_save_end(struct image_region *out);
  * back and before its memory is: make the program's keys again with their
  * numbers, delete the ones it made in this process that the checkpoint
  * does not have. 0, or -errno with why set to one line. */
-int tls_restore_keys(const void *rec, size_t len, char *why, size_t whylen);
+int tls_restore_keys(const void *rec, size_t len, struct why *why);
 
 /* Put back the calling thread's blocks and key values (thread as in
  * tls_save_thread). The thread pointer must be the one saved. 0 or -errno
  * with why set. */
-int tls_restore_thread(const void *rec, size_t len, uint32_t thread, char *why, size_t whylen);
+int tls_restore_thread(const void *rec, size_t len, uint32_t thread, struct why *why);
 
 /* The calling thread's thread pointer (%fs base: its struct pthread). */
 static inline uintptr_t tls_thread_pointer(void)
