@@ -184,19 +184,14 @@ static int write_image(struct session *s, uint64_t id, bool incremental, uint64_
 }
 
 /* Collective over this rank's redundancy set. */
-static int encode(struct session *s, uint64_t id, char *err, size_t errlen)
+static int encode(struct session *s, uint64_t id, struct why *why)
 {
 	char image[64], red[64];
 	const char *names[] = {image};
-	struct why why = WHY_INIT;
-	int ret;
 
 	store_name(s->rank, id, STORE_IMAGE, image, sizeof(image));
 	store_name(s->rank, id, STORE_REDUNDANCY, red, sizeof(red));
-	ret = redundancy_encode(s->redset, s->store.dir, names, 1, red, &why);
-	if (ret)
-		snprintf(err, errlen, "%s", why.msg);
-	return ret;
+	return redundancy_encode(s->redset, s->store.dir, names, 1, red, why);
 }
 
 static bool no_space(int ret)
@@ -224,12 +219,7 @@ static int write_files(struct session *s, uint64_t id, int prep, bool incrementa
 
 	*all_ok = agree_ok(s, ret);
 	if (*all_ok && s->redset) {
-		/* encode still fills a char buffer, as redset_encode does. */
-		char err[sizeof(why->msg)] = "";
-
-		ret = encode(s, id, err, sizeof(err));
-		if (ret)
-			why_set(why, ret, "%s", err);
+		ret = encode(s, id, why);
 		*all_ok = agree_ok(s, ret);
 	}
 	if (ret && !no_space(ret))

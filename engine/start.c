@@ -160,7 +160,6 @@ void engine_after_init(int required, int provided)
 	struct session *s = session_storage();
 	const struct scheme_ops *scheme;
 	struct why why = WHY_INIT;
-	char err[1024] = "";
 	int ret;
 	bool mine;
 

@@ -42,14 +42,3 @@ void stasis_log(enum stasis_log_level level, const char *prefix, int with_errno,
 		(void)0;
 	errno = saved_errno;
 }
-
-void stasis_errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}

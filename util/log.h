@@ -22,10 +22,6 @@ extern int stasis_log_rank;
 void stasis_log(enum stasis_log_level level, const char *prefix, int with_errno, const char *fmt,
 		...) __attribute__((format(printf, 4, 5)));
 
-/* One line naming the cause of an error, into err when it is not NULL (the
- * err/errlen pair most stasis functions take). */
-void stasis_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
 #define pr_err(fmt, ...) stasis_log(STASIS_LOG_ERR, LOG_PREFIX, 0, fmt, ##__VA_ARGS__)
 #define pr_warn(fmt, ...) stasis_log(STASIS_LOG_WARN, LOG_PREFIX, 0, fmt, ##__VA_ARGS__)
 #define pr_info(fmt, ...) stasis_log(STASIS_LOG_INFO, LOG_PREFIX, 0, fmt, ##__VA_ARGS__)

@@ -99,7 +99,7 @@ struct where_line {
 	int line;
 	uint64_t ip;
 };
-int inspect_where(const struct rank_files *rf, struct where_line **lines, char *why, size_t len);
+int inspect_where(const struct rank_files *rf, struct where_line **lines, struct why *why);
 void inspect_where_free(struct where_line *lines, int n);
 
 /* json.c: a small writer for one document. */

@@ -179,12 +179,12 @@ static void list_text(struct inspect *in, struct job *j)
 struct stack {
 	struct where_line *lines;
 	int n;
-	char why[1024];
+	struct why why;
 };
 
 static bool same_stack(const struct stack *a, const struct stack *b)
 {
-	if (a->n != b->n || (a->n < 0 && strcmp(a->why, b->why)))
+	if (a->n != b->n || (a->n < 0 && strcmp(a->why.msg, b->why.msg)))
 		return false;
 	for (int i = 0; i < a->n; i++)
 		if (strcmp(a->lines[i].function, b->lines[i].function) ||
@@ -214,10 +214,10 @@ static void where(struct inspect *in, struct job *j, const struct options *o, st
 	if (!st || !members || !group)
 		exit(1);
 	for (int r = 0; r < c->nranks; r++) {
-		st[r].n = inspect_where(&c->r[r], &st[r].lines, st[r].why, sizeof(st[r].why));
+		st[r].n = inspect_where(&c->r[r], &st[r].lines, &st[r].why);
 		if (st[r].n < 0)
 			inspect_problem(in, "job %s, checkpoint %llu, rank %d: %s", j->name,
-					(unsigned long long)id, r, st[r].why);
+					(unsigned long long)id, r, st[r].why.msg);
 		group[r] = -1;
 	}
 	if (js) {

@@ -91,9 +91,8 @@ static Dwfl *report(const struct where_record *rec)
 	return dwfl;
 }
 
-int inspect_where(const struct rank_files *rf, struct where_line **lines, char *why, size_t len)
+int inspect_where(const struct rank_files *rf, struct where_line **lines, struct why *why)
 {
-	struct why w = WHY_INIT;
 	struct where_record *rec;
 	struct where_line *out;
 	Dwfl *dwfl;
@@ -101,14 +100,12 @@ int inspect_where(const struct rank_files *rf, struct where_line **lines, char *
 
 	*lines = NULL;
 	if (!rf->img) {
-		snprintf(why, len, "no image");
+		why_set(why, -ENOENT, "no image");
 		return -1;
 	}
-	rec = read_record(rf->img, &w);
-	if (!rec) {
-		snprintf(why, len, "%s", w.msg);
+	rec = read_record(rf->img, why);
+	if (!rec)
 		return -1;
-	}
 	out = calloc(rec->nframes ? rec->nframes : 1, sizeof(*out));
 	if (!out)
 		exit(1);
