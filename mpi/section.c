@@ -68,8 +68,7 @@ static void put_record(struct rec_builder *b, const struct mpi_record *r)
 
 /* Page-aligned memory kept between checkpoints (it is written to the
  * image straight from here). */
-static void *out;
-static size_t out_cap;
+static struct section_buf out;
 
 int mpi_section_save(void **data, size_t *len, struct why *why)
 {
@@ -77,7 +76,6 @@ int mpi_section_save(void **data, size_t *len, struct why *why)
 	struct state_header h = {0};
 	void *buf;
 	int ret, nsnap = 0;
-	size_t need;
 
 	/* Snapshot first: it refreshes the contents of info records. */
 	ret = snapshot_write(&snap, &nsnap);
@@ -112,24 +110,11 @@ int mpi_section_save(void **data, size_t *len, struct why *why)
 	mpi_buffer_get(&buf, &h.buffer_size);
 	h.buffer_addr = (uintptr_t)buf;
 	memcpy(b.data, &h, sizeof(h));
-	need = (b.len + STASIS_PAGE - 1) / STASIS_PAGE * STASIS_PAGE;
-	if (need > out_cap) {
-		void *p = mmap(NULL, need * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			       -1, 0);
-
-		if (p == MAP_FAILED) {
-			ret = why_set(why, -ENOMEM, "out of memory recording MPI objects");
-			goto out;
-		}
-		if (out)
-			munmap(out, out_cap);
-		out = p;
-		out_cap = need * 2;
+	if (section_buf_fill(&out, b.data, b.len, len)) {
+		ret = why_set(why, -ENOMEM, "out of memory recording MPI objects");
+		goto out;
 	}
-	memcpy(out, b.data, b.len);
-	memset((char *)out + b.len, 0, need - b.len);
-	*data = out;
-	*len = need;
+	*data = out.data;
 out:
 	free(b.data);
 	free(b.parents);

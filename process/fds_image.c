@@ -143,8 +143,7 @@ static int describe(int fd, const struct fds_slot *sl, struct file_record *r, st
 	return 0;
 }
 
-static void *out;
-static size_t out_cap;
+static struct section_buf out;
 
 int fds_save(uint64_t id, void **data, size_t *len, struct why *why)
 {
@@ -154,7 +153,7 @@ int fds_save(uint64_t id, void **data, size_t *len, struct why *why)
 	struct files_header h = {0};
 	struct buf b = {0}, paths = {0};
 	int nrec = 0, nstreams, nwritten = 0, ret = 0;
-	size_t need, at;
+	size_t at;
 
 	for (int fd = 3; fd < fds_range(); fd++) {
 		const struct fds_slot *sl = fds_slot(fd);
@@ -211,24 +210,11 @@ int fds_save(uint64_t id, void **data, size_t *len, struct why *why)
 		goto out;
 	}
 	((struct files_header *)b.data)->bytes = b.len;
-	need = (b.len + STASIS_PAGE - 1) / STASIS_PAGE * STASIS_PAGE;
-	if (need > out_cap) {
-		void *p = mmap(NULL, need * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			       -1, 0);
-
-		if (p == MAP_FAILED) {
-			ret = why_set(why, -ENOMEM, "out of memory recording open files");
-			goto out;
-		}
-		if (out)
-			munmap(out, out_cap);
-		out = p;
-		out_cap = need * 2;
+	if (section_buf_fill(&out, b.data, b.len, len)) {
+		ret = why_set(why, -ENOMEM, "out of memory recording open files");
+		goto out;
 	}
-	memcpy(out, b.data, b.len);
-	memset((char *)out + b.len, 0, need - b.len);
-	*data = out;
-	*len = need;
+	*data = out.data;
 	fds_checkpoint_sizes(id, dev, ino, size, nwritten);
 out:
 	free(b.data);
