@@ -130,16 +130,20 @@ static int prepare_image(struct session *s, bool *incremental, struct why *why)
 	if (n < 0) /* kept when STOP said why first */
 		why_set(why, n, "cannot list the application's memory: %s", strerror(-n));
 	if (n >= 0) {
-		/* The parts first: whatever they touch of the program's memory
-		 * is then in this image's dirty pages. */
+		/* The early parts, then the memory's dirty pages, then the
+		 * rest (session/part.h, save_early). */
 		struct section sec[MAX_SECTIONS];
 		struct section_list list = {sec, 0, MAX_SECTIONS};
-		int ret = parts_save(captured.ckpt_id, &list, why);
+		int ret = parts_save(captured.ckpt_id, true, &list, why);
 
+		if (!ret) {
+			mine = tracking_prepare(s, regions, n, out) && s->last_id;
+			ret = parts_save(captured.ckpt_id, false, &list, why);
+		}
 		if (ret) {
+			mine = false;
 			n = ret;
 		} else {
-			mine = tracking_prepare(s, regions, n, out) && s->last_id;
 			for (int i = 0; i < list.n; i++)
 				out[n++] = (struct image_region){(uintptr_t)sec[i].data, sec[i].len,
 								 sec[i].kind, NULL};

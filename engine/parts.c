@@ -110,10 +110,11 @@ void parts_run_void(enum part_stage stage, bool restarted)
 	}
 }
 
-int parts_save(uint64_t id, struct section_list *out, struct why *why)
+int parts_save(uint64_t id, bool early, struct section_list *out, struct why *why)
 {
 	for (int i = 0; i < NPARTS; i++) {
-		int ret = parts[i]->save ? parts[i]->save(id, out, why) : 0;
+		bool now = parts[i]->save && parts[i]->save_early == early;
+		int ret = now ? parts[i]->save(id, out, why) : 0;
 
 		if (ret)
 			return ret;

@@ -32,7 +32,8 @@ int parts_run(enum part_stage stage, const struct restart_input *in, struct why 
 int parts_restart_stage(struct session *s, enum part_stage stage, const struct restart_input *in);
 /* Stages that cannot fail: THAW, ON_TEMP_STACK, RESUMED. */
 void parts_run_void(enum part_stage stage, bool restarted);
-/* SAVE, table order: every part's sections into out. 0 or -errno (why). */
-int parts_save(uint64_t id, struct section_list *out, struct why *why);
+/* SAVE, table order: the sections of the parts whose save_early is early
+ * into out. 0 or -errno (why). */
+int parts_save(uint64_t id, bool early, struct section_list *out, struct why *why);
 
 #endif

@@ -419,6 +419,7 @@ static void mpi_part_resumed(bool restarted)
 const struct part_ops mpi_part = {
     .name = "mpi",
     .save = mpi_part_save,
+    .save_early = true,
     .recreate = mpi_part_recreate,
     .resumed = mpi_part_resumed,
 };

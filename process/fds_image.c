@@ -584,6 +584,7 @@ static int files_part_save(uint64_t id, struct section_list *out, struct why *wh
 const struct part_ops files_part = {
     .name = "files",
     .save = files_part_save,
+    .save_early = true,
     .check = files_part_check,
     .reattach = files_part_reattach,
     .on_temp_stack = fds_relink_streams,

@@ -21,7 +21,9 @@
  *             then what it made unreadable is made readable (signals before
  *             mappings: nothing may change protections once they are read),
  *             so that the save sees one instant.
- *   SAVE      table order: each part adds its sections to the image.
+ *   SAVE      table order: each part adds its sections to the image, the
+ *             parts marked save_early before the engine collects the
+ *             memory's dirty pages, the others after.
  *   THAW      reverse order, once the image is written (never after a
  *             restart): undoes QUIESCE and STOP, threads last.
  *   RESUMED   table order, back in the program after every checkpoint
@@ -114,6 +116,11 @@ struct part_ops {
 	int (*stop)(struct why *why);
 	int (*quiesce)(struct why *why);
 	int (*save)(uint64_t id, struct section_list *out, struct why *why);
+	/* SAVE before the memory's dirty pages are collected (the MPI and
+	 * files parts, whose saving may touch the program's memory); the
+	 * others save after, when what they read of the process (its
+	 * libraries and mappings) is what the collection left. */
+	bool save_early;
 	void (*thaw)(void);
 
 	/* restart */
