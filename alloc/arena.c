@@ -374,6 +374,13 @@ void *arena_map(size_t length)
 	return page_addr(s);
 }
 
+/* [addr, addr + length) is page-aligned, not empty and inside a ready arena. */
+static bool page_range_in_arena(const void *addr, size_t length)
+{
+	return !((uintptr_t)addr & (PAGE - 1)) && length && arena_contains(addr) &&
+	       length <= STASIS_ARENA_SIZE - ((const char *)addr - BASE) && arena_state_ready();
+}
+
 /* munmap() of arena pages: any page range; the parts that are arena_map()
  * mappings are freed (a mapping cut in the middle leaves two mappings),
  * free space is ignored like munmap() ignores unmapped pages, and pages of
@@ -385,8 +392,7 @@ int arena_unmap(void *addr, size_t length)
 	uint64_t q = (uint64_t)((char *)addr - BASE) >> PAGE_SHIFT, end;
 	int err = 0;
 
-	if (((uintptr_t)addr & (PAGE - 1)) || !length || !arena_contains(addr) ||
-	    length > STASIS_ARENA_SIZE - ((char *)addr - BASE) || !arena_state_ready())
+	if (!page_range_in_arena(addr, length))
 		return -EINVAL;
 	end = q + ((length + PAGE - 1) >> PAGE_SHIFT);
 	arena_lock(r);
@@ -430,8 +436,7 @@ int arena_remap(void *addr, size_t length)
 	uint64_t q = (uint64_t)((char *)addr - BASE) >> PAGE_SHIFT, first = q, end;
 	int err = 0;
 
-	if (((uintptr_t)addr & (PAGE - 1)) || !length || !arena_contains(addr) ||
-	    length > STASIS_ARENA_SIZE - ((char *)addr - BASE) || !arena_state_ready())
+	if (!page_range_in_arena(addr, length))
 		return -EINVAL;
 	end = q + ((length + PAGE - 1) >> PAGE_SHIFT);
 	arena_lock(r);
