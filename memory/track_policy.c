@@ -4,7 +4,7 @@
 struct block policy_initial(const struct track_costs *c, bool huge)
 {
 	struct block b = {.mode =
-			      !huge && c->fault_ns < c->page_ns ? BLOCK_PROTECTED : BLOCK_WHOLE};
+			      !huge && c->fault_ns <= c->page_ns ? BLOCK_PROTECTED : BLOCK_WHOLE};
 
 	return b;
 }

@@ -42,7 +42,7 @@ struct block {
 
 /* A block nothing is known of yet. One mapped as a huge page starts WHOLE
  * (protecting it would split it at its first write). Another starts in the
- * mode whose worst case is cheaper: PROTECTED when a fault costs less than
+ * mode whose worst case is cheaper: PROTECTED when a fault costs no more than
  * writing a page (its worst case, every page written, costs pages * f),
  * else WHOLE (its worst case, a quiet block saved whole once, pages * p). */
 struct block policy_initial(const struct track_costs *c, bool huge);

@@ -86,7 +86,12 @@ void tracking_start(struct session *s)
 	backend = s->dirty;
 	arena_set_discard_hook(on_discard);
 	env.be = backend;
-	env.costs.fault_ns = dirty_fault_cost_ns(backend);
+	/* Given by the user where timing it at start is noisy (a loaded or
+	 * virtual machine): the policy then depends on the memory alone. */
+	if (s->cfg.fault_us >= 0)
+		env.costs.fault_ns = s->cfg.fault_us * 1e3;
+	else
+		env.costs.fault_ns = dirty_fault_cost_ns(backend);
 	if (env.costs.fault_ns < 0) {
 		pr_warn("cannot time a write fault under %s (%s): taken as 20 us", backend->name,
 			strerror((int)-env.costs.fault_ns));

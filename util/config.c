@@ -37,14 +37,25 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 	return 0;
 }
 
-static int parse_seconds(const char *s, double *out)
+/* A finite number >= 0 with nothing after it. */
+static int parse_nonnegative(const char *s, double *out)
 {
 	char *end;
 	double v;
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v <= 0)
+	if (errno || end == s || *end || !isfinite(v) || v < 0)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_seconds(const char *s, double *out)
+{
+	double v;
+
+	if (parse_nonnegative(s, &v) || v == 0)
 		return -EINVAL;
 	*out = v;
 	return 0;
@@ -97,6 +108,7 @@ int config_load(struct stasis_config *cfg, struct why *why)
 	cfg->replicas = 1;
 	strcpy(cfg->dirty, "auto");
 	cfg->full_every = 8;
+	cfg->fault_us = -1;
 	strcpy(cfg->failure_domain, "host");
 
 	if ((v = env("STASIS_DIR"))) {
@@ -175,6 +187,8 @@ int config_load(struct stasis_config *cfg, struct why *why)
 	}
 	if ((v = env("STASIS_FULL_EVERY")) && parse_int(v, 1, 1000000, &cfg->full_every))
 		BAD("STASIS_FULL_EVERY", v, "is not an integer >= 1");
+	if ((v = env("STASIS_TRACK_FAULT_US")) && parse_nonnegative(v, &cfg->fault_us))
+		BAD("STASIS_TRACK_FAULT_US", v, "is not a number of microseconds >= 0");
 	if ((v = env("STASIS_FAILURE_DOMAIN"))) {
 		if (strcmp(v, "host") && parse_int(v, 1, INT_MAX, &n))
 			BAD("STASIS_FAILURE_DOMAIN", v, "is not 'host' or a positive integer");
@@ -211,4 +225,6 @@ void config_print(const struct stasis_config *cfg)
 			cfg->flush_every);
 	pr_info("STASIS_DIRTY=%s STASIS_FULL_EVERY=%d STASIS_FAILURE_DOMAIN=%s STASIS_RESTART=%d",
 		cfg->dirty, cfg->full_every, cfg->failure_domain, cfg->restart);
+	if (cfg->fault_us >= 0)
+		pr_info("STASIS_TRACK_FAULT_US=%g", cfg->fault_us);
 }

@@ -20,8 +20,13 @@ cr_expect_words bad_run "stasis-run names the variable and the value" stasis STA
 [[ ! -s $CR_TMP/bad_run.out ]] || cr_fail "the program ran and printed output despite the bad value"
 cr_expect_unchanged "$before"
 
+STASIS_TRACK_FAULT_US=-3 cr_run_wait bad_cost
+cr_expect_failure bad_cost
+cr_expect_words bad_cost "a negative fault cost is named" stasis STASIS_TRACK_FAULT_US -3
+cr_expect_unchanged "$before"
+
 STASIS_INTERVAL=abc cr_restart bad_restart
 cr_expect_failure bad_restart
 cr_expect_words bad_restart "stasis-restart names the variable and the value" stasis STASIS_INTERVAL abc
 cr_expect_unchanged "$before"
-cr_pass "STASIS_INTERVAL=abc rejected by stasis-run and stasis-restart, no file lost"
+cr_pass "STASIS_INTERVAL=abc rejected by stasis-run and stasis-restart, STASIS_TRACK_FAULT_US=-3 by stasis-run, no file lost"

@@ -38,6 +38,8 @@ static void test_policy(void)
 	CHECK(policy_initial(&dear, false).mode == BLOCK_WHOLE);
 	CHECK(policy_initial(&cheap, false).mode == BLOCK_PROTECTED);
 	CHECK(policy_initial(&cheap, true).mode == BLOCK_WHOLE);
+	/* STASIS_TRACK_FAULT_US=0 before any image was timed: protected. */
+	CHECK(policy_initial(&(struct track_costs){0, 0}, false).mode == BLOCK_PROTECTED);
 
 	/* Protecting pays below written / pages = p / (f + p): 11% and 81%. */
 	for (int k = 0; k < 2; k++) {
