@@ -33,6 +33,8 @@ source "$(dirname "$0")/../lib/cr.sh"
 
 mode=${1:?usage: files.sh roundtrip|twice|early|changed|removed|taken|overwrite|refuse [KIND...]}
 cr_setup
+# The uninterrupted run's files are compared: it runs here, never shared.
+export CR_REF_SHARED=0
 extra=()
 case $mode in
 early) extra=(--early) ;;

@@ -11,6 +11,8 @@ source "$lib/cr.sh"
 
 export CR_STASIS_RUN=$lib/fake-stasis-run CR_STASIS_RESTART=$lib/fake-stasis-restart
 cr_setup
+# Two real uninterrupted runs, never one shared by an earlier test.
+export CR_REF_SHARED=0
 cr_app heat 512 6000
 
 cr_reference

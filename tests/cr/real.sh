@@ -19,6 +19,8 @@ what=${1:?usage: real.sh lammps|pw}
 CR_NP=2
 export STASIS_INTERVAL=0.5
 cr_setup
+# A real program writes files where it runs: its own reference run.
+export CR_REF_SHARED=0
 
 case $what in
 lammps)
