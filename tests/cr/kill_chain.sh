@@ -1,7 +1,7 @@
 #!/bin/bash
 # kill_chain.sh APP [ARGS...]: SIGKILL the job at a random instant, restart
 # it, kill the restart at a random instant once it has committed a
-# checkpoint of its own, and so on, CR_KILLS times (30) in all. Every
+# checkpoint of its own, and so on, CR_KILLS times (12) in all (100 in the soak suite). Every
 # restart must resume from the newest complete checkpoint, and a restart
 # that runs to the end must print what the uninterrupted run printed: a
 # restart that resumed from anything wrong would carry it to the end. The
@@ -20,7 +20,7 @@ export STASIS_INTERVAL=${STASIS_INTERVAL:-0.25}
 cr_setup
 cr_app "${1:?usage: kill_chain.sh APP [ARGS...]}" "${@:2}"
 seed=${CR_SEED:-$((RANDOM * 32768 + RANDOM))}
-kills=${CR_KILLS:-30}
+kills=${CR_KILLS:-12}
 RANDOM=$seed
 cr_say "seed $seed (rerun with CR_SEED=$seed), $kills kills"
 # Long enough for several links per segment.
