@@ -546,6 +546,13 @@ void sigstate_resumed(void)
 		struct itimerval it = {tv(restored.itimer[w].interval_us),
 				       tv(restored.itimer[w].value_us)};
 
+		/* An interval timer that expired with its SIGALRM still
+		 * pending reads 0 left (the kernel arms it again when the
+		 * signal is taken), and setitimer takes 0 as "disarm": the
+		 * timer would be lost. Arm it one interval on, as the kernel
+		 * would; the pending signal is raised again below. */
+		if (!restored.itimer[w].value_us)
+			it.it_value = it.it_interval;
 		if (setitimer(w, &it, NULL))
 			pr_warn("cannot arm interval timer %d again: %s", w, strerror(errno));
 	}
