@@ -140,8 +140,7 @@ struct signal_action {
 };
 
 struct signal_itimer {
-	uint64_t value_us;    /* time left at the checkpoint; 0: disarmed, or (interval > 0)
-			       * expired with its signal pending */
+	uint64_t value_us;    /* time left when the checkpoint was taken, 0: disarmed */
 	uint64_t interval_us; /* period */
 };
 

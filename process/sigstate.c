@@ -423,6 +423,14 @@ bool sigstate_capture(struct image_region *out)
 	for (int w = 0; w < 3; w++) {
 		if (getitimer(w, &it))
 			continue;
+		/* An interval timer that expired with its SIGALRM still
+		 * pending reads 0 left (the kernel arms it again when the
+		 * signal is taken; a disarmed one reads interval 0 too), and
+		 * setitimer would take that 0 as "disarm": the restarted
+		 * program would lose its timer. Saved as the kernel will arm
+		 * it, one interval on; the pending signal is saved below. */
+		if (!it.it_value.tv_sec && !it.it_value.tv_usec)
+			it.it_value = it.it_interval;
 		rec->itimer[w].value_us = us(&it.it_value);
 		rec->itimer[w].interval_us = us(&it.it_interval);
 	}
@@ -546,13 +554,6 @@ void sigstate_resumed(void)
 		struct itimerval it = {tv(restored.itimer[w].interval_us),
 				       tv(restored.itimer[w].value_us)};
 
-		/* An interval timer that expired with its SIGALRM still
-		 * pending reads 0 left (the kernel arms it again when the
-		 * signal is taken), and setitimer takes 0 as "disarm": the
-		 * timer would be lost. Arm it one interval on, as the kernel
-		 * would; the pending signal is raised again below. */
-		if (!restored.itimer[w].value_us)
-			it.it_value = it.it_interval;
 		if (setitimer(w, &it, NULL))
 			pr_warn("cannot arm interval timer %d again: %s", w, strerror(errno));
 	}
