@@ -16,11 +16,7 @@ source "$(dirname "$0")/../lib/cr.sh"
 app=${1:?usage: chain_full.sh APP [COMMITS [ARGS...]]}
 want=${2:-5}
 cr_setup
-# The tracking policy weighs a fault's cost, timed at start, against a
-# page's: on a loaded or virtual machine the timing can make it save all
-# memory whole, and no chain would be made. A fault taken as free makes the
-# choices depend on the memory alone (memory/track_policy.h).
-export STASIS_TRACK_FAULT_US=0
+cr_track_by_memory
 compare=${CHAIN_COMPARE:-$STASIS_BUILD/tests/unit/chain_compare}
 [[ -x $compare ]] || cr_fail "$compare is missing"
 export STASIS_SHADOW_FULL=1

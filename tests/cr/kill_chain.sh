@@ -1,16 +1,16 @@
 #!/bin/bash
 # kill_chain.sh APP [ARGS...]: SIGKILL the job at a random instant, restart
 # it, kill the restart at a random instant once it has committed a
-# checkpoint of its own, and so on, CR_KILLS times (12) in all (100 in the soak suite). Every
-# restart must resume from the newest complete checkpoint, and a restart
-# that runs to the end must print what the uninterrupted run printed: a
-# restart that resumed from anything wrong would carry it to the end. The
-# instants fall anywhere: computing, waiting in MPI, draining, writing,
-# committing. How far the program gets per kill depends on the machine's
-# load, so the chain is cut into segments: when the program ends, its
-# output is compared and a fresh run starts the next segment, until all
-# the kills are done (the last segment runs to its end). CR_SEED
-# reproduces a run.
+# checkpoint of its own, and so on, CR_KILLS times (12; 100 in the soak
+# suite) in all. Every restart must resume from the newest complete
+# checkpoint, and a restart that runs to the end must print what the
+# uninterrupted run printed: a restart that resumed from anything wrong
+# would carry it to the end. The instants fall anywhere: computing, waiting
+# in MPI, draining, writing, committing. How far the program gets per kill
+# depends on the machine's load, so the chain is cut into segments: when the
+# program ends, its output is compared and a fresh run starts the next
+# segment, until all the kills are done (the last segment runs to its end).
+# CR_SEED reproduces a run.
 set -euo pipefail
 # shellcheck source=../lib/cr.sh
 source "$(dirname "$0")/../lib/cr.sh"

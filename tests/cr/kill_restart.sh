@@ -1,8 +1,8 @@
 #!/bin/bash
 # kill_restart.sh restart|rebuild [APP [ARGS...]]: SIGKILL a restart at
-# random instants, CR_TRIALS times (default 10; 60 in the soak suite), each followed by a
-# restart that must resume from the newest complete checkpoint on disk and
-# give the uninterrupted output.
+# random instants, CR_TRIALS times (10; 60 in the soak suite), each followed
+# by a restart that must resume from the newest complete checkpoint on disk
+# and give the uninterrupted output.
 #   restart  the kill lands anywhere from the launch of stasis-restart to
 #            the first checkpoint the restarted job commits: while it
 #            agrees, reads and verifies, restores memory, or writes that

@@ -15,11 +15,7 @@ source "$(dirname "$0")/../lib/cr.sh"
 app=${1:?usage: midchain.sh APP [COMMITS [ARGS...]]}
 want=${2:-4}
 cr_setup
-# The tracking policy weighs a fault's cost, timed at start, against a
-# page's: on a loaded or virtual machine the timing can make it save all
-# memory whole, and no chain would be made. A fault taken as free makes the
-# choices depend on the memory alone (memory/track_policy.h).
-export STASIS_TRACK_FAULT_US=0
+cr_track_by_memory
 export STASIS_FULL_EVERY=$((want + 8))
 cr_app "$app" "${@:3}"
 cr_reference $((want + 3))

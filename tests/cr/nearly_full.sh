@@ -11,11 +11,7 @@ source "$(dirname "$0")/../lib/cr.sh"
 
 export CR_NP=2 STASIS_INTERVAL=0.3
 cr_setup
-# The tracking policy weighs a fault's cost, timed at start, against a
-# page's: on a loaded or virtual machine the timing can make it save all
-# memory whole, and no chain would be made. A fault taken as free makes the
-# choices depend on the memory alone (memory/track_policy.h).
-export STASIS_TRACK_FAULT_US=0
+cr_track_by_memory
 export STASIS_FULL_EVERY=1000
 cr_app phases 16 1000000000 --all --switch "$CR_TMP/quiet"
 
