@@ -41,21 +41,44 @@ struct comm_info *collective_counts_of(MPI_Comm v)
 	return e ? e->aux : NULL;
 }
 
-/* The largest of every member's proposal, on every member. An
- * intercommunicator's allreduce gives each side the other side's values:
- * a second round makes both sides agree. */
-static uint64_t agree_max(MPI_Comm real, bool inter, uint64_t mine)
+/* The largest of every member's proposal and the smallest member's world
+ * rank (as its complement, so that one MPI_MAX gives both), on every
+ * member. An intercommunicator's allreduce gives each side the other
+ * side's values: a second round makes both sides agree. */
+static int agree_max(MPI_Comm real, bool inter, uint64_t v[2])
 {
-	uint64_t other = mine;
+	uint64_t other[2];
 
-	if (PMPI_Allreduce(&mine, &other, 1, MPI_UINT64_T, MPI_MAX, real) != MPI_SUCCESS)
+	if (PMPI_Allreduce(v, other, 2, MPI_UINT64_T, MPI_MAX, real) != MPI_SUCCESS)
+		return -1;
+	if (inter) {
+		for (int i = 0; i < 2; i++)
+			v[i] = v[i] > other[i] ? v[i] : other[i];
+		if (PMPI_Allreduce(v, other, 2, MPI_UINT64_T, MPI_MAX, real) != MPI_SUCCESS)
+			return -1;
+		for (int i = 0; i < 2; i++)
+			other[i] = v[i] > other[i] ? v[i] : other[i];
+	}
+	v[0] = other[0];
+	v[1] = other[1];
+	return 0;
+}
+
+/* A global id: the members' agreed number, and their smallest world rank
+ * in the low bits. The communicators one MPI_Comm_split makes agree on the
+ * same number each among its own members; the rank keeps them apart (they
+ * are disjoint), or the coordinator would take their counts for one
+ * communicator's and set every row the target of the busiest (mpi/coord.h:
+ * ranks that never met). */
+#define GID_RANK_BITS 24
+
+static uint64_t new_gid(MPI_Comm real, bool inter)
+{
+	uint64_t v[2] = {next_gid, ~(uint64_t)self_rank};
+
+	if (agree_max(real, inter, v))
 		return 0;
-	if (!inter)
-		return other;
-	mine = mine > other ? mine : other;
-	if (PMPI_Allreduce(&mine, &other, 1, MPI_UINT64_T, MPI_MAX, real) != MPI_SUCCESS)
-		return 0;
-	return mine > other ? mine : other;
+	return v[0] << GID_RANK_BITS | (~v[1] & ((1u << GID_RANK_BITS) - 1));
 }
 
 uint64_t collective_counts_attach(MPI_Comm v, MPI_Comm real, const int *peers, int npeers,
@@ -68,12 +91,12 @@ uint64_t collective_counts_attach(MPI_Comm v, MPI_Comm real, const int *peers, i
 	if (!e)
 		return 0;
 	if (!gid) {
-		gid = agree_max(real, inter, next_gid);
+		gid = new_gid(real, inter);
 		if (!gid)
 			return 0;
 	}
-	if (gid >= next_gid)
-		next_gid = gid + 1;
+	if (gid >> GID_RANK_BITS >= next_gid)
+		next_gid = (gid >> GID_RANK_BITS) + 1;
 	ci = malloc(sizeof(*ci));
 	copy = malloc(sizeof(int) * (npeers + 1));
 	if (!ci || !copy) {

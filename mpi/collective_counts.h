@@ -1,7 +1,8 @@
 /* Collective counts per communicator (DESIGN.md section 10 "agreement
  * anywhere"; MANA calls them collective clocks). Each communicator the
  * program can use carries:
- *  - a global id, the same on every member, agreed when it is made;
+ *  - a global id, the same on every member and no other communicator,
+ *    agreed when it is made;
  *  - the world rank of each peer, so that messages are counted by world
  *    rank (traffic.h);
  *  - how many collectives this rank has entered and completed on it.

@@ -227,19 +227,26 @@ static void wait_at_entry(void)
 }
 
 /* Under the lock, at the entry of a collective during an attempt: while
- * this rank is level with every member everywhere, it stops here (and
- * takes the checkpoint here when every rank may stop); it goes on once it
- * is behind somewhere (a member went further) or the attempt is over. */
+ * this rank is level with every member on every communicator, it stops
+ * here (and takes the checkpoint here when every rank may stop); it goes
+ * on once it is behind somewhere (a member went further), the attempt is
+ * over, or the leader released the gates: nobody moved, so a rank held
+ * here may be the one another waits for (a receive from MPI_ANY_SOURCE, a
+ * Waitall, a collective elsewhere that needs this rank's next one first).
+ * Going on, it enters beyond the target and raises it: the others follow. */
 static void hold_while_level(void)
 {
+	uint64_t release = SH.release;
+
 	for (;;) {
 		if (LOAD(SH.stop)) {
 			pthread_mutex_unlock(&SH.lock);
 			take_checkpoint();
 			pthread_mutex_lock(&SH.lock);
+			release = SH.release;
 			continue;
 		}
-		if (!LOAD(SH.pending) || !coord_converged())
+		if (!LOAD(SH.pending) || SH.release != release || !coord_converged())
 			break;
 		wait_at_entry();
 	}

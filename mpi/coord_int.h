@@ -20,6 +20,7 @@ enum coord_msg {
 	MSG_QUERY,	/* a: round */
 	MSG_STOP,	/* a: attempt */
 	MSG_ABORT,	/* a: attempt */
+	MSG_RELEASE,	/* a: attempt: ranks held at gates go on, once */
 	MSG_BYE_OK,	/* MPI_Finalize may go on: no attempt will start */
 	/* all to rank 0 */
 	MSG_SEQ,     /* a: communicator id, b: collectives entered */
@@ -31,6 +32,8 @@ enum coord_msg {
 };
 
 enum { REPLY_CONVERGED = 1, REPLY_IN_COLLECTIVE = 2, REPLY_IN_UNGATED = 4 };
+/* Above the bits: the rank's collectives entered and completed, summed. */
+#define REPLY_PROGRESS_SHIFT 8
 
 struct coord_target {
 	uint64_t gid, target;
@@ -45,6 +48,7 @@ struct coord_shared {
 	int in_ungated;	     /* inside an ungated one (coord.h) */
 	int bye_ok;
 	uint64_t attempt;
+	uint64_t release; /* MSG_RELEASE received (coord.c, hold_while_level) */
 	struct coord_target *targets;
 	size_t ntargets, targets_cap;
 	struct oob_msg *out; /* to send, from the program's thread */

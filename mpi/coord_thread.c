@@ -26,6 +26,21 @@
 #define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_SEQ_CST)
 #define ROUND_GAP_MS 1
 #define RETRY_GAP_MS 10
+/* An attempt that cannot conclude is abandoned and the program runs on
+ * (README, "When a checkpoint is taken"): a rank held at a gate may be the
+ * one another rank waits for (a receive from MPI_ANY_SOURCE, a Waitall),
+ * and only letting it go ends that wait. STALL_MS without a rank entering a
+ * collective says nobody moves; BUDGET_MS bounds an attempt whose ranks
+ * keep moving without ever being level (targets raised again and again).
+ * The wish stays: the next attempt starts RETRY_GAP_MS later, at another
+ * point of the program. */
+#define STALL_MS 50
+#define BUDGET_MS 250
+/* How long nobody moved before the ranks held at gates are let go one
+ * collective further (MSG_RELEASE): long enough for a rank that is behind
+ * but runs (computes, or waits for a processor on a node with more ranks
+ * than cores) to show it moves. */
+#define RELEASE_MS 5
 
 static void leader_handle(const struct oob_msg *m);
 static void client_handle(const struct oob_msg *m);
@@ -104,6 +119,21 @@ static void answer_intent(uint64_t a)
 	to_leader(MSG_SEQ_END, a, LOAD(SH.blocked) || (session_get() && session_get()->blocked_by));
 }
 
+static void sum_entered(struct comm_info *ci, void *arg)
+{
+	*(uint64_t *)arg += LOAD(ci->entered) + LOAD(ci->completed);
+}
+
+/* How far this rank is, all communicators summed: the leader sees from it
+ * whether anybody moves (STALL_MS). */
+static uint64_t progress(void)
+{
+	uint64_t sum = 0;
+
+	collective_counts_walk(sum_entered, &sum);
+	return sum;
+}
+
 static void client_handle(const struct oob_msg *m)
 {
 	uint64_t bits;
@@ -123,7 +153,8 @@ static void client_handle(const struct oob_msg *m)
 		bits =
 		    (coord_converged() ? REPLY_CONVERGED : 0) |
 		    (LOAD(SH.in_collective) || mpi_coll_pending() > 0 ? REPLY_IN_COLLECTIVE : 0) |
-		    (LOAD(SH.in_ungated) ? REPLY_IN_UNGATED : 0);
+		    (LOAD(SH.in_ungated) ? REPLY_IN_UNGATED : 0) |
+		    progress() << REPLY_PROGRESS_SHIFT;
 		pthread_mutex_unlock(&SH.lock);
 		to_leader(MSG_REPLY, m->a, bits);
 		break;
@@ -136,12 +167,22 @@ static void client_handle(const struct oob_msg *m)
 		break;
 	case MSG_ABORT:
 		pthread_mutex_lock(&SH.lock);
+		/* A restarted rank that had not answered yet never will. */
+		SH.deferred = 0;
 		STORE(SH.pending, 0);
 		STORE(SH.stop, 0);
 		SH.ntargets = 0;
 		pthread_cond_broadcast(&SH.cond);
 		pthread_mutex_unlock(&SH.lock);
 		coord_flag = 1; /* the program's thread looks once and clears it */
+		break;
+	case MSG_RELEASE:
+		pthread_mutex_lock(&SH.lock);
+		if (m->a == SH.attempt) {
+			SH.release++;
+			pthread_cond_broadcast(&SH.cond);
+		}
+		pthread_mutex_unlock(&SH.lock);
 		break;
 	case MSG_BYE_OK:
 		pthread_mutex_lock(&SH.lock);
@@ -163,9 +204,15 @@ static bool any_blocked, all_converged, any_inside, any_ungated, changed, no_mor
 static int64_t retry_ms = -1; /* an attempt given up: the next one not before */
 static int64_t next_round_ms = -1;
 static int64_t attempt_ms, stop_ms; /* when the attempt started, STOP went out */
+static int64_t moved_ms;	    /* when a rank last entered a collective */
+static uint64_t moved_sum, round_sum; /* the ranks' progress summed, last round, this one */
+static uint64_t nabandoned, nreleased;
+static int still_rounds; /* releases since a rank last moved */
+static int64_t wanted_ms = -1; /* when the wish came (the first attempt for it) */
 static struct coord_target *lt;
 static size_t nlt, lt_cap;
 static bool *bye, *bye_told;
+static uint64_t *reply_of; /* each rank's last reply, for STASIS_VERBOSE=2 */
 
 static uint64_t *lt_slot(uint64_t gid)
 {
@@ -202,6 +249,7 @@ static void new_round(void)
 	any_inside = false;
 	any_ungated = false;
 	changed = false;
+	round_sum = 0;
 	next_round_ms = -1;
 	to_all(MSG_QUERY, round_no, 0);
 }
@@ -210,12 +258,42 @@ static void start_attempt(void)
 {
 	attempt++;
 	attempt_ms = now_ms();
+	moved_ms = attempt_ms;
+	moved_sum = 0;
+	still_rounds = 0;
+	nreleased = 0;
 	round_no = 0;
 	lstate = L_GATHER;
 	nseq_end = 0;
 	any_blocked = false;
 	nlt = 0;
 	to_all(MSG_INTENT, attempt, 0);
+}
+
+/* Let every rank go on: the attempt cannot conclude (STALL_MS). */
+static void abandon(const char *why)
+{
+	int64_t t = now_ms();
+
+	nabandoned++;
+	if (session_get() && session_get()->cfg.verbose >= 1)
+		fprintf(stderr,
+			"stasis: attempt %llu abandoned after %lld ms and %llu releases: %s; the "
+			"program runs on, next attempt in %d ms\n",
+			(unsigned long long)attempt, (long long)(t - attempt_ms),
+			(unsigned long long)nreleased, why, RETRY_GAP_MS);
+	if (session_get() && session_get()->cfg.verbose >= 2)
+		for (int r = 0; r < SH.size; r++)
+			fprintf(stderr, "stasis: attempt %llu: rank %d %s%s%s, %llu collectives\n",
+				(unsigned long long)attempt, r,
+				reply_of[r] & REPLY_CONVERGED ? "level" : "behind",
+				reply_of[r] & REPLY_IN_COLLECTIVE ? ", in a collective" : "",
+				reply_of[r] & REPLY_IN_UNGATED ? ", in an ungated call" : "",
+				(unsigned long long)(reply_of[r] >> REPLY_PROGRESS_SHIFT));
+	to_all(MSG_ABORT, attempt, 0);
+	lstate = L_IDLE;
+	retry_ms = t + RETRY_GAP_MS;
+	answer_byes();
 }
 
 static void leader_handle(const struct oob_msg *m)
@@ -248,6 +326,8 @@ static void leader_handle(const struct oob_msg *m)
 			    "yet (named in a warning above)");
 			to_all(MSG_ABORT, attempt, 0);
 			lstate = L_IDLE;
+			wanted_ms = -1;
+			nabandoned = 0;
 			trigger_checkpoint_done(-1);
 			answer_byes();
 			break;
@@ -263,8 +343,16 @@ static void leader_handle(const struct oob_msg *m)
 		all_converged &= (m->b & REPLY_CONVERGED) != 0;
 		any_inside |= (m->b & REPLY_IN_COLLECTIVE) != 0;
 		any_ungated |= (m->b & REPLY_IN_UNGATED) != 0;
+		round_sum += m->b >> REPLY_PROGRESS_SHIFT;
+		if (m->from < (uint32_t)SH.size)
+			reply_of[m->from] = m->b;
 		if (++nreplies < SH.size)
 			break;
+		if (round_sum != moved_sum || changed) {
+			moved_sum = round_sum;
+			moved_ms = now_ms();
+			still_rounds = 0;
+		}
 		if (any_ungated) {
 			/* Its other members may be waiting at gates: let all go
 			 * and try again (the wish to checkpoint stays). */
@@ -281,6 +369,18 @@ static void leader_handle(const struct oob_msg *m)
 			ndone = 0;
 			stop_ms = now_ms();
 			to_all(MSG_STOP, attempt, 0);
+		} else if (now_ms() - moved_ms >= RELEASE_MS * (still_rounds + 1) && !all_converged) {
+			/* Some rank is behind and nobody moves: it waits for one
+			 * held at a gate. Let those go one collective further. */
+			still_rounds++;
+			nreleased++;
+			to_all(MSG_RELEASE, attempt, 0);
+			next_round_ms = now_ms() + ROUND_GAP_MS;
+		} else if (now_ms() - moved_ms >= STALL_MS) {
+			abandon("no rank moved towards the point where all could stop (a rank "
+				"held at a collective may be the one another waits for)");
+		} else if (now_ms() - attempt_ms >= BUDGET_MS) {
+			abandon("the ranks kept moving without meeting");
 		} else {
 			next_round_ms = now_ms() + ROUND_GAP_MS;
 		}
@@ -292,9 +392,14 @@ static void leader_handle(const struct oob_msg *m)
 		if (session_get() && session_get()->cfg.verbose >= 2)
 			fprintf(stderr,
 				"stasis: attempt %llu: ranks agreed in %lld ms (%llu rounds), "
-				"checkpoint done %lld ms after the request\n",
+				"checkpoint done %lld ms after the request; from the request %lld ms "
+				"to all stopped, %llu attempts abandoned, %llu releases\n",
 				(unsigned long long)attempt, (long long)(stop_ms - attempt_ms),
-				(unsigned long long)round_no, (long long)(now_ms() - attempt_ms));
+				(unsigned long long)round_no, (long long)(now_ms() - attempt_ms),
+				(long long)(stop_ms - wanted_ms), (unsigned long long)nabandoned,
+				(unsigned long long)nreleased);
+		nabandoned = 0;
+		wanted_ms = -1;
 		answer_byes();
 		break;
 	case MSG_BYE:
@@ -313,6 +418,8 @@ static void leader_handle(const struct oob_msg *m)
 
 static void leader_tick(void)
 {
+	if (lstate == L_IDLE && !no_more && trigger_wanted() && wanted_ms < 0)
+		wanted_ms = now_ms();
 	if (lstate == L_IDLE && !no_more && trigger_wanted() && now_ms() >= retry_ms) {
 		retry_ms = -1;
 		start_attempt();
@@ -359,8 +466,9 @@ void *coord_thread_main(void *arg)
 	if (SH.rank == 0) {
 		bye = calloc(SH.size, sizeof(*bye));
 		bye_told = calloc(SH.size, sizeof(*bye_told));
+		reply_of = calloc(SH.size, sizeof(*reply_of));
 	}
-	if (!p || (SH.rank == 0 && (!bye || !bye_told))) {
+	if (!p || (SH.rank == 0 && (!bye || !bye_told || !reply_of))) {
 		pr_err("out of memory in stasis's coordinator: checkpoints are off");
 		return NULL;
 	}
