@@ -3,7 +3,7 @@
 # set) of a program whose ranks wait for one another in every way (receives
 # from MPI_ANY_SOURCE, Waitall, collectives on several communicators): the
 # ranks must always agree where to stop or give up and run on (mpi/coord.h),
-# never hang. The job is killed after CHECKPOINTS commits (default 4) and
+# never hang. The job is killed after CHECKPOINTS commits (default 3) and
 # restarted; the restart, checkpointed as often, must run to its end within
 # the timeout (a hang fails it), resume from the newest complete checkpoint
 # and print what the uninterrupted run printed.
@@ -15,8 +15,8 @@ export STASIS_INTERVAL=${STASIS_INTERVAL:-0.1} STASIS_VERBOSE=1
 CR_TIMEOUT=${CR_TIMEOUT:-90}
 cr_setup
 cr_app "${1:?usage: agree.sh APP [ARGS...]}" "${@:2}"
-cr_reference
-n=${CHECKPOINTS:-4}
+cr_reference 3
+n=${CHECKPOINTS:-3}
 
 cr_run run
 cr_wait_commits run "$n"

@@ -93,10 +93,7 @@ wait_for_commits() {
 # again while the run under stasis (faster than the uninterrupted one on a
 # loaded machine, as measured here for pw.x) ends before its second
 # checkpoint.
-# pw.x (expected to fail, tests/cr/meson.build says why) gets one run under
-# stasis: three at growing sizes took 166 s of the suite for the same answer.
 max_runs=3
-[[ $what == pw ]] && max_runs=1
 runs=0
 for ((try = 1; ; try++)); do
 	make_input "$size"

@@ -45,6 +45,7 @@ cr_default_args() {
 	slow) echo "20 4" ;;
 	halves) echo "4096 4000" ;;
 	blacs) echo "1024 4000" ;;
+	pchol) echo "96 400" ;;
 	protected_io) echo "16384 4000" ;;
 	segv_handler) echo "131072 6000" ;;
 	alarm) echo "4096 3000" ;;
