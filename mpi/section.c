@@ -20,9 +20,10 @@
 #include "snapshot.h"
 #include "section.h"
 #include "traffic.h"
+#include "wtime.h"
 
 #define STATE_MAGIC "STASISMP"
-#define STATE_VERSION 2u
+#define STATE_VERSION 3u
 
 /* The blob: this header, then each record, the snapshot entries, the
  * requests to post again or completed early, the drained messages. */
@@ -36,6 +37,7 @@ struct state_header {
 	int32_t buffer_size;
 	int32_t nsnapshot;
 	uint64_t next_gid; /* collective_counts.h */
+	double wtime;	   /* the program's MPI_Wtime at the checkpoint (wtime.h) */
 };
 
 int mpi_section_init(void)
@@ -107,6 +109,7 @@ int mpi_section_save(void **data, size_t *len, struct why *why)
 	h.bytes = b.len;
 	h.nsnapshot = nsnap;
 	h.next_gid = collective_counts_next_gid();
+	h.wtime = wtime_program();
 	mpi_buffer_get(&buf, &h.buffer_size);
 	h.buffer_addr = (uintptr_t)buf;
 	memcpy(b.data, &h, sizeof(h));
@@ -347,6 +350,7 @@ int mpi_section_replay(const void *data, size_t len, struct why *why)
 				strerror(-ret));
 	}
 	collective_counts_set_next_gid(h.next_gid);
+	wtime_restored(h.wtime);
 	if (!ret)
 		for (struct mpi_record *rec = rec_first(); rec; rec = rec->next)
 			free_again(rec);
@@ -390,7 +394,7 @@ static int mpi_part_recreate(const struct restart_input *in, struct why *why)
 {
 	const struct section *sec = restart_section(in, SECTION_MPI);
 	struct session *s = session_get();
-	double t0 = PMPI_Wtime();
+	double t0 = wtime_mpi();
 	int ret;
 
 	if (!sec->data)
@@ -400,7 +404,7 @@ static int mpi_part_recreate(const struct restart_input *in, struct why *why)
 		return ret;
 	if (s && s->rank == 0 && s->cfg.verbose >= 1)
 		fprintf(stderr, "stasis: replayed %zu MPI objects in %.1f ms\n", mpi_section_objects(),
-			(PMPI_Wtime() - t0) * 1e3);
+			(wtime_mpi() - t0) * 1e3);
 	return 0;
 }
 

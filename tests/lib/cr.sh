@@ -46,6 +46,7 @@ cr_default_args() {
 	halves) echo "4096 4000" ;;
 	blacs) echo "1024 4000" ;;
 	pchol) echo "96 400" ;;
+	wtime) echo "4096 4000" ;;
 	protected_io) echo "16384 4000" ;;
 	segv_handler) echo "131072 6000" ;;
 	alarm) echo "4096 3000" ;;
