@@ -136,6 +136,7 @@ EXPORT int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
 	return ret;
 }
 
+
 /* --- keyvals ------------------------------------------------------------------- */
 
 /* What a keyval's trampolines need, in runtime memory (the record's aux). */
@@ -607,3 +608,9 @@ EXPORT int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *value, int *flag)
 	stasis_depth--;
 	return ret;
 }
+/* MPI-1's name for it (calls.def): the same pointer care. */
+EXPORT int MPI_Attr_get(MPI_Comm comm, int keyval, void *value, int *flag)
+{
+	return MPI_Comm_get_attr(comm, keyval, value, flag);
+}
+
