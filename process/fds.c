@@ -465,7 +465,6 @@ void fds_path_of(int fd, char *path, size_t len)
 void fds_will_write(int fd, int64_t offset, uint64_t len)
 {
 	const struct fds_slot *sl = fds_slot(fd);
-	char path[PATH_MAX];
 	uint64_t size, id;
 
 	int fl;
@@ -482,22 +481,19 @@ void fds_will_write(int fd, int64_t offset, uint64_t len)
 		offset = lseek(fd, 0, SEEK_CUR);
 	if (offset < 0 || (uint64_t)offset >= size)
 		return;
-	fds_path_of(fd, path, sizeof(path));
-	undo_will_change(path, sl->dev, sl->ino, fd, id, size, (uint64_t)offset,
+	undo_will_change(NULL, sl->dev, sl->ino, fd, id, size, (uint64_t)offset,
 			 len > size - (uint64_t)offset ? size : (uint64_t)offset + len);
 }
 
 void fds_will_cut(int fd, int64_t from)
 {
 	const struct fds_slot *sl = fds_slot(fd);
-	char path[PATH_MAX];
 	uint64_t size, id;
 
 	if (fd < 3 || !sl || sl->state != SLOT_PROGRAM || overwrite_said ||
 	    !checkpointed_size(sl->dev, sl->ino, &size, &id) || from < 0 || (uint64_t)from >= size)
 		return;
-	fds_path_of(fd, path, sizeof(path));
-	undo_will_change(path, sl->dev, sl->ino, fd, id, size, (uint64_t)from, size);
+	undo_will_change(NULL, sl->dev, sl->ino, fd, id, size, (uint64_t)from, size);
 }
 
 void fds_will_cut_path(const char *path, int64_t from)

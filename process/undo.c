@@ -38,6 +38,8 @@ struct ufile {
 	uint64_t dev, ino;
 	struct range *r; /* saved this interval: sorted, disjoint, not touching */
 	int n, cap;
+	int rd;	    /* open to read it, -1 until needed */
+	char *path; /* as the records name it, NULL until needed */
 };
 
 static struct ufile *files;
@@ -50,8 +52,12 @@ static void new_interval(uint64_t id)
 {
 	if (id == cur_id)
 		return;
-	for (int i = 0; i < nfiles; i++)
+	for (int i = 0; i < nfiles; i++) {
 		free(files[i].r);
+		free(files[i].path);
+		if (files[i].rd >= 0)
+			close(files[i].rd);
+	}
 	nfiles = 0;
 	if (rec_fd >= 0)
 		close(rec_fd);
@@ -74,7 +80,7 @@ static struct ufile *file_of(uint64_t dev, uint64_t ino)
 		files = f;
 		capfiles = cap;
 	}
-	files[nfiles] = (struct ufile){.dev = dev, .ino = ino};
+	files[nfiles] = (struct ufile){.dev = dev, .ino = ino, .rd = -1};
 	return &files[nfiles++];
 }
 
@@ -173,6 +179,45 @@ static int save(struct session *s, const char *path, struct ufile *f, int rd, ui
 	return 0;
 }
 
+/* The first range of f that ends after at (f->n if none). */
+static int first_after(const struct ufile *f, uint64_t at)
+{
+	int lo = 0, hi = f->n;
+
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		if (f->r[mid].b <= at)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Make f ready to save from: its path and a descriptor to read it. */
+static int ready(struct ufile *f, const char *path, int fd, struct why *why)
+{
+	char proc[64], named[PATH_MAX];
+
+	if (!f->path) {
+		if (!path) {
+			fds_path_of(fd, named, sizeof(named));
+			path = named;
+		}
+		f->path = strdup(path);
+		if (!f->path)
+			return why_set(why, -ENOMEM, "out of memory for its undo record");
+	}
+	if (f->rd < 0) {
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		f->rd = open(fd >= 0 ? proc : f->path, O_RDONLY | O_CLOEXEC);
+		if (f->rd < 0)
+			return why_set(why, -errno, "cannot read it: %s", strerror(errno));
+	}
+	return 0;
+}
+
 void undo_will_change(const char *path, uint64_t dev, uint64_t ino, int fd, uint64_t id,
 		      uint64_t old_size, uint64_t from, uint64_t to)
 {
@@ -180,8 +225,8 @@ void undo_will_change(const char *path, uint64_t dev, uint64_t ino, int fd, uint
 	struct session *s = session_get();
 	struct why why = WHY_INIT;
 	struct ufile *f;
-	char proc[64];
-	int rd = -1, ret = 0;
+	char named[PATH_MAX];
+	int ret = 0;
 	uint64_t at;
 
 	if (refused || !s || from >= old_size || to <= from)
@@ -202,36 +247,35 @@ void undo_will_change(const char *path, uint64_t dev, uint64_t ino, int fd, uint
 		ret = why_set(&why, -ENOMEM, "out of memory for its undo record");
 		goto out;
 	}
-	/* The gaps of [from, to) between the ranges saved already. */
+	/* The gaps of [from, to) between the ranges saved already (a write
+	 * over saved bytes only, the common case, costs a binary search). */
 	at = from;
-	for (int i = 0; i <= f->n && at < to && !ret; i++) {
-		uint64_t end = i < f->n ? f->r[i].a : to;
+	for (int i = first_after(f, from); at < to && !ret; i++) {
+		uint64_t end = i < f->n && f->r[i].a < to ? f->r[i].a : to;
 
-		if (i < f->n && f->r[i].b <= at)
-			continue;
-		if (end > to)
-			end = to;
 		if (end > at) {
-			if (rd < 0) {
-				snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-				rd = open(fd >= 0 ? proc : path, O_RDONLY | O_CLOEXEC);
-				if (rd < 0) {
-					ret = why_set(&why, -errno, "cannot read it: %s",
-						      strerror(errno));
-					break;
-				}
-			}
-			ret = save(s, path, f, rd, old_size, at, end, &why);
+			ret = ready(f, path, fd, &why);
+			if (!ret)
+				ret = save(s, f->path, f, f->rd, old_size, at, end, &why);
 			if (!ret)
 				ret = add_range(f, at, end);
+			/* The ranges moved: find the one after end again. */
+			i = first_after(f, end) - 1;
+			at = end;
+			continue;
 		}
-		if (i < f->n && f->r[i].b > at)
-			at = f->r[i].b;
+		if (i >= f->n)
+			break;
+		at = f->r[i].b;
 	}
 out:
-	if (rd >= 0)
-		close(rd);
 	if (ret) {
+		if (f && f->path)
+			path = f->path;
+		else if (!path) {
+			fds_path_of(fd, named, sizeof(named));
+			path = named;
+		}
 		refused = true;
 		fds_mark_overwritten(path, (int64_t)from, old_size, id,
 				     why.msg[0] ? why.msg : strerror(-ret));

@@ -21,10 +21,11 @@
 #include "why.h"
 
 /* The program is about to change bytes [from, to) of the file path
- * (dev, ino; 0, 0: stat it), which had old_size bytes at the newest
- * checkpoint id. fd, if >= 0, is open on it (any mode; it is read through
- * /proc/self/fd). Saves what is not saved yet; on failure refuses, naming
- * path and the cause. */
+ * (NULL: the one fd names, looked up only when needed; dev, ino: 0, 0 to
+ * stat path), which had old_size bytes at the newest checkpoint id. fd, if
+ * >= 0, is open on it (any mode; it is read through /proc/self/fd). Saves
+ * what is not saved yet; on failure refuses, naming the file and the
+ * cause. */
 void undo_will_change(const char *path, uint64_t dev, uint64_t ino, int fd, uint64_t id,
 		      uint64_t old_size, uint64_t from, uint64_t to);
 
