@@ -44,8 +44,8 @@ struct ufile {
 
 static struct ufile *files;
 static int nfiles, capfiles;
-static uint64_t cur_id;	  /* the interval's checkpoint */
-static int rec_fd = -1;	  /* its record, open for appending */
+static uint64_t cur_id;	   /* the interval's checkpoint */
+static int rec_fd = -1;	   /* its record, open for appending */
 static uint64_t rec_bytes; /* bytes in it */
 
 static void new_interval(uint64_t id)
@@ -152,8 +152,11 @@ static int save(struct session *s, const char *path, struct ufile *f, int rd, ui
 	while (a < b) {
 		size_t want = b - a < CHUNK ? b - a : CHUNK;
 		ssize_t n = pread(rd, buf, want, (off_t)a), w;
-		struct undo_rec h = {.path_len = (uint32_t)plen, .dev = f->dev, .ino = f->ino,
-				     .old_size = old_size, .offset = a};
+		struct undo_rec h = {.path_len = (uint32_t)plen,
+				     .dev = f->dev,
+				     .ino = f->ino,
+				     .old_size = old_size,
+				     .offset = a};
 		struct iovec iov[3];
 
 		if (n < 0)
@@ -347,7 +350,8 @@ static int walk(const struct record_file *rf, rec_fn fn, struct why *why)
 
 		memcpy(&h, rf->data + at, sizeof(h));
 		if (memcmp(h.magic, UNDO_MAGIC, 4) || h.path_len == 0 || h.path_len >= PATH_MAX)
-			return why_set(why, -EBADMSG, "the undo record of checkpoint %llu is damaged",
+			return why_set(why, -EBADMSG,
+				       "the undo record of checkpoint %llu is damaged",
 				       (unsigned long long)rf->id);
 		if (h.len > rf->len || at + sizeof(h) + h.path_len + h.len > rf->len)
 			break; /* torn at the end: its write never happened */
@@ -363,7 +367,7 @@ static int walk(const struct record_file *rf, rec_fn fn, struct why *why)
 
 static struct {
 	uint64_t dev, ino;
-} *restored;
+} * restored;
 static int nrestored, caprestored;
 
 bool undo_restores(uint64_t dev, uint64_t ino)
@@ -374,8 +378,7 @@ bool undo_restores(uint64_t dev, uint64_t ino)
 	return false;
 }
 
-static int check_one(const struct undo_rec *h, const char *path, const char *bytes,
-		     struct why *why)
+static int check_one(const struct undo_rec *h, const char *path, const char *bytes, struct why *why)
 {
 	struct stat st;
 	int fd;
@@ -385,14 +388,16 @@ static int check_one(const struct undo_rec *h, const char *path, const char *byt
 		return 0;
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
-		return why_set(why, -errno, "%s, written in place after the checkpoint, cannot be put back: %s",
+		return why_set(why, -errno,
+			       "%s, written in place after the checkpoint, cannot be put back: %s",
 			       path, strerror(errno));
 	if (fstat(fd, &st) || st.st_ino != h->ino || st.st_dev != h->dev) {
 		close(fd);
-		return why_set(why, -ESTALE,
-			       "%s, written in place after the checkpoint, is not the file the program "
-			       "wrote: it was replaced",
-			       path);
+		return why_set(
+		    why, -ESTALE,
+		    "%s, written in place after the checkpoint, is not the file the program "
+		    "wrote: it was replaced",
+		    path);
 	}
 	close(fd);
 	if (nrestored == caprestored) {
@@ -457,11 +462,10 @@ static struct {
 	uint64_t dev, ino, size;
 	int fd;
 	char path[PATH_MAX];
-} *open_files;
+} * open_files;
 static int nopen;
 
-static int apply_one(const struct undo_rec *h, const char *path, const char *bytes,
-		     struct why *why)
+static int apply_one(const struct undo_rec *h, const char *path, const char *bytes, struct why *why)
 {
 	int i;
 
@@ -472,7 +476,8 @@ static int apply_one(const struct undo_rec *h, const char *path, const char *byt
 		int fd = open(path, O_WRONLY | O_CLOEXEC);
 
 		if (fd < 0)
-			return why_set(why, -errno, "cannot put %s back: %s", path, strerror(errno));
+			return why_set(why, -errno, "cannot put %s back: %s", path,
+				       strerror(errno));
 		open_files[i].dev = h->dev;
 		open_files[i].ino = h->ino;
 		open_files[i].fd = fd;

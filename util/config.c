@@ -64,6 +64,8 @@ static int parse_seconds(const char *s, double *out)
 /* A size in bytes: digits with an optional K, M, G or T (powers of 1024). */
 static int parse_bytes(const char *s, unsigned long long *out)
 {
+	static const char units[] = "KMGT";
+	const char *u;
 	char *end;
 	unsigned long long v;
 	int shift = 0;
@@ -72,12 +74,9 @@ static int parse_bytes(const char *s, unsigned long long *out)
 	v = strtoull(s, &end, 10);
 	if (errno || end == s || s[0] == '-')
 		return -EINVAL;
-	switch (*end) {
-	case 'K': case 'k': shift = 10; end++; break;
-	case 'M': case 'm': shift = 20; end++; break;
-	case 'G': case 'g': shift = 30; end++; break;
-	case 'T': case 't': shift = 40; end++; break;
-	default: break;
+	if (*end && (u = strchr(units, *end & ~0x20))) {
+		shift = 10 * (int)(u - units + 1);
+		end++;
 	}
 	if (*end || (shift && v > (~0ull >> shift)))
 		return -EINVAL;

@@ -22,7 +22,9 @@
 
 static int dbg_del(MPI_Comm c, int k, void *v, void *x)
 {
-	(void)c; (void)k; (void)x;
+	(void)c;
+	(void)k;
+	(void)x;
 	fprintf(stderr, "dbg delete callback %p\n", v);
 	return MPI_SUCCESS;
 }
@@ -106,7 +108,9 @@ int main(int argc, char **argv)
 		for (long i = 0; i < n; i++)
 			x[i] = 0.5 * x[i] + 0.25 * x[(i + 1) % n] + 1e-3 * (double)((s + i) % 7);
 
-		if (getenv("H5DBG")) fprintf(stderr, "dbg step %ld native_double %lld H5open %d\n", s, (long long)H5T_NATIVE_DOUBLE_g, H5open());
+		if (getenv("H5DBG"))
+			fprintf(stderr, "dbg step %ld native_double %lld H5open %d\n", s,
+				(long long)H5T_NATIVE_DOUBLE_g, H5open());
 		/* A new dataset for this step, this rank's slab. */
 		snprintf(name, sizeof(name), "step%05ld", s);
 		fspace = H5Screate_simple(1, dims, NULL);
@@ -124,7 +128,8 @@ int main(int argc, char **argv)
 		/* The history grows by a row. */
 		{
 			hsize_t gdims[2] = {(hsize_t)s + 1, (hsize_t)n * size},
-				gstart[2] = {(hsize_t)s, (hsize_t)n * rank}, gcount[2] = {1, (hsize_t)n};
+				gstart[2] = {(hsize_t)s, (hsize_t)n * rank},
+				gcount[2] = {1, (hsize_t)n};
 			hid_t gspace;
 
 			if (H5Dset_extent(growing, gdims) < 0)
@@ -169,7 +174,8 @@ int main(int argc, char **argv)
 		die("H5Fclose");
 	MPI_Allreduce(MPI_IN_PLACE, &h, 1, MPI_UINT64_T, MPI_BXOR, MPI_COMM_WORLD);
 	if (rank == 0)
-		printf("h5steps: n=%ld steps=%ld checksum=%016llx\n", n, steps, (unsigned long long)h);
+		printf("h5steps: n=%ld steps=%ld checksum=%016llx\n", n, steps,
+		       (unsigned long long)h);
 	free(x);
 	free(back);
 	MPI_Finalize();
