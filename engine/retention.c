@@ -1,8 +1,11 @@
 #define LOG_PREFIX "retention: "
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fault.h"
 #include "image.h"
@@ -63,7 +66,8 @@ static void keep_chain(const struct store *st, const uint64_t *ids, int n, int i
 
 static uint64_t bytes_of(const struct store *st, uint64_t id)
 {
-	static const enum store_file all[] = {STORE_IMAGE, STORE_REDUNDANCY, STORE_COMMIT};
+	static const enum store_file all[] = {STORE_IMAGE, STORE_REDUNDANCY, STORE_COMMIT,
+					      STORE_UNDO};
 	uint64_t bytes = 0;
 	char path[4200];
 	struct stat sb;
@@ -104,6 +108,34 @@ static void unlist(struct listing *l)
  * run's, or adopted by a restart): anything newer belongs to a checkpoint
  * still being written elsewhere, not ours to judge. fault_id: the
  * checkpoint STASIS_FAULT's fail-prune is matched against (0: none). */
+/* Checkpoint ids[i] goes with its undo record: a checkpoint kept before it
+ * (an incremental chain's parent) cannot be put back as it was any more.
+ * The mark fds_image.c's restart reads says so. */
+static void undo_gone(const struct listing *l, int i)
+{
+	char path[4200];
+	struct stat sb;
+	int fd;
+
+	store_path(l->st, l->ids[i], STORE_UNDO, path, sizeof(path));
+	if (lstat(path, &sb) || !sb.st_size)
+		return;
+	for (int j = 0; j < i; j++) {
+		if (!l->keep[j])
+			continue;
+		snprintf(path, sizeof(path), "%s/overwritten.r%d", l->st->dir, l->st->rank);
+		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 ||
+		    dprintf(fd, "%llu\ta file whose undo record went with checkpoint %llu\n",
+			    (unsigned long long)l->ids[i], (unsigned long long)l->ids[i]) < 0 ||
+		    fsync(fd))
+			pr_perror("cannot write %s", path);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+}
+
 static uint64_t remove_unkept(const struct listing *l, uint64_t newest, uint64_t own_from,
 			      uint64_t fault_id, bool dry_run)
 {
@@ -119,6 +151,8 @@ static uint64_t remove_unkept(const struct listing *l, uint64_t newest, uint64_t
 		if (dry_run)
 			continue;
 		pr_debug("removing checkpoint %llu from %s", (unsigned long long)id, l->st->dir);
+		if (!fault_id || !fault_hit_at(FAULT_FAIL_PRUNE, fault_id))
+			undo_gone(l, i);
 		ret = fault_id && fault_hit_at(FAULT_FAIL_PRUNE, fault_id) ? -EIO
 									: store_remove(l->st, id);
 		if (ret)

@@ -276,7 +276,10 @@ err:
 
 void store_name(int rank, uint64_t id, enum store_file what, char *buf, size_t len)
 {
-	const char *ext = what == STORE_IMAGE ? "img" : what == STORE_REDUNDANCY ? "red" : "done";
+	const char *ext = what == STORE_IMAGE	     ? "img"
+			  : what == STORE_REDUNDANCY ? "red"
+			  : what == STORE_UNDO	     ? "undo"
+						     : "done";
 
 	snprintf(buf, len, "ckpt-%llu.r%d.%s", (unsigned long long)id, rank, ext);
 }
@@ -524,7 +527,8 @@ static int unlink_ok(const char *path)
  * forever. */
 int store_remove(const struct store *st, uint64_t id)
 {
-	static const enum store_file order[] = {STORE_COMMIT, STORE_REDUNDANCY, STORE_IMAGE};
+	static const enum store_file order[] = {STORE_COMMIT, STORE_UNDO, STORE_REDUNDANCY,
+							STORE_IMAGE};
 	char path[FILE_PATH_MAX], tmp[FILE_PATH_MAX + 16];
 	int ret;
 

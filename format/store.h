@@ -6,6 +6,8 @@
  *   ckpt-<id>.r<r>.img   image (image.h)
  *   ckpt-<id>.r<r>.red   redundancy data (redundancy/)
  *   ckpt-<id>.r<r>.done  commit record (format.h), written last
+ *   ckpt-<id>.r<r>.undo  bytes of the program's files the interval after
+ *                        the checkpoint overwrote (process/undo.h)
  * Functions return 0 or -errno; why (if not NULL) gets one line. */
 #ifndef STASIS_STORE_H
 #define STASIS_STORE_H
@@ -34,7 +36,7 @@ int store_lock(const struct store *st, struct why *why);
 /* Expand the pattern only (for tools). */
 int store_expand(const char *pattern, int node, int rank, char *out, size_t outlen);
 
-enum store_file { STORE_IMAGE, STORE_REDUNDANCY, STORE_COMMIT };
+enum store_file { STORE_IMAGE, STORE_REDUNDANCY, STORE_COMMIT, STORE_UNDO };
 /* Path of a file of checkpoint id for st->rank. */
 void store_path(const struct store *st, uint64_t id, enum store_file what, char *buf, size_t len);
 /* File name only (no directory). */
@@ -52,7 +54,7 @@ int store_read_commit(const struct store *st, uint64_t id, struct commit_record 
 /* Checkpoint ids that have any file of this rank, ascending; returns count
  * or -errno. Beyond max ids, the newest max of them. */
 int store_list(const struct store *st, uint64_t *ids, int max);
-/* Remove this rank's files of checkpoint id (image, redundancy, commit;
+/* Remove this rank's files of checkpoint id (image, redundancy, commit, undo;
  * the commit record first, so a half-removed checkpoint is never complete). */
 int store_remove(const struct store *st, uint64_t id);
 

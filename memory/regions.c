@@ -1,4 +1,5 @@
 #define LOG_PREFIX "regions: "
+#include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
@@ -133,25 +134,51 @@ static void mark_runtime(struct object *o)
 	}
 }
 
+/* Whether a runtime object (libc, the MPI library, what they need) defines
+ * symbol name: a handle's lookup searches that object and what it needs,
+ * never the executable that holds the copy. */
+static bool runtime_defines(const char *name)
+{
+	for (int i = 1; i < nobjects; i++) {
+		const struct object *o = &objects[i];
+		void *h, *p;
+
+		if (!(o->runtime || o->libc) || !o->path[0])
+			continue;
+		h = dlopen(o->path, RTLD_LAZY | RTLD_NOLOAD);
+		if (!h)
+			continue;
+		p = dlsym(h, name);
+		dlclose(h);
+		if (p)
+			return true;
+	}
+	return false;
+}
+
 /* Copy relocations put MPI's predefined handles (ompi_mpi_comm_world,
  * ompi_mpi_double, ...) and libc's stdout/stderr/environ into the
  * executable's .bss (DESIGN.md fact 2): runtime bytes inside application
- * data. */
+ * data. Those of application libraries (HDF5's H5T_NATIVE_DOUBLE_g, set
+ * when the library starts) are the application's: saved. */
 static void read_copy_relocations(const struct object *exe)
 {
 	uintptr_t rela = dyn_lookup(exe, DT_RELA), relasz = dyn_lookup(exe, DT_RELASZ);
-	uintptr_t symtab = dyn_lookup(exe, DT_SYMTAB);
+	uintptr_t symtab = dyn_lookup(exe, DT_SYMTAB), strtab = dyn_lookup(exe, DT_STRTAB);
 	const ElfW(Rela) *r;
 	const ElfW(Sym) *syms;
+	const char *names;
 
-	if (!rela || !symtab)
+	if (!rela || !symtab || !strtab)
 		return;
 	r = (const ElfW(Rela) *)dyn_ptr(exe, rela);
 	syms = (const ElfW(Sym) *)dyn_ptr(exe, symtab);
+	names = (const char *)dyn_ptr(exe, strtab);
 	for (size_t i = 0; i < relasz / sizeof(*r); i++) {
 		uintptr_t addr;
 
-		if (ELF64_R_TYPE(r[i].r_info) != R_X86_64_COPY)
+		if (ELF64_R_TYPE(r[i].r_info) != R_X86_64_COPY ||
+		    !runtime_defines(names + syms[ELF64_R_SYM(r[i].r_info)].st_name))
 			continue;
 		if (nexclusions == MAX_EXCLUSIONS) {
 			pr_warn("more than %d copy relocations; the rest are saved", MAX_EXCLUSIONS);

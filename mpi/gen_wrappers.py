@@ -505,11 +505,17 @@ def kind_hooks(f, w):
     if "fwrite" in f.ann:
         fh = file_expr(fortran, "fh")
         how = f.ann["fwrite"]
+        # What it writes (count of the real datatype): the bytes an undo
+        # record must save first.
+        f.param("count")
+        f.param("datatype")
+        dt = "r_datatype"
         if how == "at":
             f.param("offset")
-            w.hooks.append("mpiio_will_write_at(%s, offset);" % fh)
+            w.hooks.append("mpiio_will_write_at(%s, offset, count, %s);" % (fh, dt))
         elif how in ("ind", "shared"):
-            w.hooks.append("mpiio_will_write(%s, %s);" % (fh, "true" if how == "shared" else "false"))
+            w.hooks.append("mpiio_will_write(%s, %s, count, %s);" %
+                           (fh, "true" if how == "shared" else "false", dt))
         else:
             raise SystemExit("calls.def: MPI_%s: fwrite=%s?" % (f.name, how))
     if "fcut" in f.ann:

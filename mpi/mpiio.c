@@ -20,6 +20,7 @@
 #include "export.h"
 #include "record.h"
 #include "session.h"
+#include "undo.h"
 
 /* The runtime state of an open file, hung on its virtual handle. */
 struct mpiio_file {
@@ -429,23 +430,39 @@ static bool checkpointed_size(struct mpiio_file *f, MPI_Offset *size, uint64_t *
 	return false;
 }
 
-static void check_byte(struct mpiio_file *f, MPI_File real, MPI_Offset offset)
+/* Before count items of type are written at offset (etypes of the view;
+ * count < 0: everything from there on): save the bytes from the first to
+ * past the last the write can touch, below the length at the checkpoint
+ * (with a view with holes, bytes between are saved too). */
+static void check_bytes(struct mpiio_file *f, MPI_File real, MPI_Offset offset, int count,
+			MPI_Datatype type)
 {
-	MPI_Offset size, byte;
+	MPI_Offset size, byte, end = -1;
 	uint64_t id;
+	int tsize, esize;
 
 	if (!checkpointed_size(f, &size, &id) ||
 	    PMPI_File_get_byte_offset(real, offset, &byte) != MPI_SUCCESS || byte >= size)
 		return;
-	fds_mark_overwritten(f->path, byte, (uint64_t)size, id);
+	if (count >= 0 && PMPI_Type_size(type, &tsize) == MPI_SUCCESS &&
+	    PMPI_Type_size(f->view ? VH_REAL(VH_TYPE, MPI_Datatype, f->etype) : MPI_BYTE,
+			   &esize) == MPI_SUCCESS &&
+	    esize > 0) {
+		MPI_Offset n = ((MPI_Offset)count * tsize + esize - 1) / esize;
+
+		if (PMPI_File_get_byte_offset(real, offset + n, &end) != MPI_SUCCESS)
+			end = -1;
+	}
+	undo_will_change(f->path, 0, 0, -1, id, (uint64_t)size, (uint64_t)byte,
+			 end < byte ? (uint64_t)size : (uint64_t)end);
 }
 
-void mpiio_will_write_at(MPI_File v, MPI_Offset offset)
+void mpiio_will_write_at(MPI_File v, MPI_Offset offset, int count, MPI_Datatype type)
 {
-	check_byte(file_of(v), VH_REAL(VH_FILE, MPI_File, v), offset);
+	check_bytes(file_of(v), VH_REAL(VH_FILE, MPI_File, v), offset, count, type);
 }
 
-void mpiio_will_write(MPI_File v, bool shared)
+void mpiio_will_write(MPI_File v, bool shared, int count, MPI_Datatype type)
 {
 	struct mpiio_file *f = file_of(v);
 	MPI_File real = VH_REAL(VH_FILE, MPI_File, v);
@@ -454,9 +471,11 @@ void mpiio_will_write(MPI_File v, bool shared)
 
 	if (!checkpointed_size(f, &size, &id))
 		return;
+	/* Through the shared pointer the ranks' order decides where this
+	 * rank's part lands (write_ordered): all from the pointer on. */
 	if ((shared ? PMPI_File_get_position_shared(real, &pos)
 		    : PMPI_File_get_position(real, &pos)) == MPI_SUCCESS)
-		check_byte(f, real, pos);
+		check_bytes(f, real, pos, shared ? -1 : count, type);
 }
 
 void mpiio_will_cut(MPI_File v, MPI_Offset new_size)
@@ -466,7 +485,8 @@ void mpiio_will_cut(MPI_File v, MPI_Offset new_size)
 	uint64_t id;
 
 	if (checkpointed_size(f, &size, &id) && new_size < size)
-		fds_mark_overwritten(f->path, new_size, (uint64_t)size, id);
+		undo_will_change(f->path, 0, 0, -1, id, (uint64_t)size,
+				 (uint64_t)(new_size < 0 ? 0 : new_size), (uint64_t)size);
 }
 
 /* --- checkpoint ---------------------------------------------------------------- */

@@ -30,12 +30,13 @@
  * MPI_COMM_NULL for a handle stasis does not know. */
 MPI_Comm mpiio_comm(MPI_File v);
 
-/* Before a write to v (fwrite= of calls.def): at explicit offset (in
- * etypes of the view), or at the individual or shared file pointer; and
- * before v's size is set. A write below the file's size at the newest
- * checkpoint is one a restart could not undo (process/fds.h). */
-void mpiio_will_write_at(MPI_File v, MPI_Offset offset);
-void mpiio_will_write(MPI_File v, bool shared);
+/* Before a write to v (fwrite= of calls.def) of count items of the real
+ * datatype type: at explicit offset (in etypes of the view), or at the
+ * individual or shared file pointer; and before v's size is set. Bytes
+ * below the file's size at the newest checkpoint are saved in its undo
+ * record first (process/undo.h). */
+void mpiio_will_write_at(MPI_File v, MPI_Offset offset, int count, MPI_Datatype type);
+void mpiio_will_write(MPI_File v, bool shared, int count, MPI_Datatype type);
 void mpiio_will_cut(MPI_File v, MPI_Offset size);
 
 /* At a checkpoint, before the records are written: every open file's

@@ -85,65 +85,74 @@ EXPORT void rewind(FILE *fp)
 
 /* --- writes under a checkpoint ------------------------------------------------------ */
 
-#define WILL_WRITE(fd, offset)                                                                     \
+#define WILL_WRITE(fd, offset, len)                                                                \
 	do {                                                                                       \
 		if (in_range(fd) && for_application_main_thread(CALLER))                           \
-			fds_will_write(fd, offset);                                                \
+			fds_will_write(fd, offset, len);                                           \
 	} while (0)
+
+static uint64_t iov_bytes(const struct iovec *iov, int iovcnt)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < iovcnt; i++)
+		n += iov[i].iov_len;
+	return n;
+}
 
 EXPORT ssize_t write(int fd, const void *buf, size_t count)
 {
 	REAL(write);
-	WILL_WRITE(fd, -1);
+	WILL_WRITE(fd, -1, count);
 	return real(fd, buf, count);
 }
 
 EXPORT ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset)
 {
 	REAL(pwrite);
-	WILL_WRITE(fd, offset);
+	WILL_WRITE(fd, offset, count);
 	return real(fd, buf, count, offset);
 }
 
 EXPORT ssize_t pwrite64(int fd, const void *buf, size_t count, off64_t offset)
 {
 	REAL(pwrite64);
-	WILL_WRITE(fd, offset);
+	WILL_WRITE(fd, offset, count);
 	return real(fd, buf, count, offset);
 }
 
 EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	REAL(writev);
-	WILL_WRITE(fd, -1);
+	WILL_WRITE(fd, -1, iov_bytes(iov, iovcnt));
 	return real(fd, iov, iovcnt);
 }
 
 EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int iovcnt, off_t offset)
 {
 	REAL(pwritev);
-	WILL_WRITE(fd, offset);
+	WILL_WRITE(fd, offset, iov_bytes(iov, iovcnt));
 	return real(fd, iov, iovcnt, offset);
 }
 
 EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int iovcnt, off64_t offset)
 {
 	REAL(pwritev64);
-	WILL_WRITE(fd, offset);
+	WILL_WRITE(fd, offset, iov_bytes(iov, iovcnt));
 	return real(fd, iov, iovcnt, offset);
 }
 
 EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt, off_t offset, int flags)
 {
 	REAL(pwritev2);
-	WILL_WRITE(fd, offset);
+	WILL_WRITE(fd, offset, iov_bytes(iov, iovcnt));
 	return real(fd, iov, iovcnt, offset, flags);
 }
 
 EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int iovcnt, off64_t offset, int flags)
 {
 	REAL(pwritev64v2);
-	WILL_WRITE(fd, offset);
+	WILL_WRITE(fd, offset, iov_bytes(iov, iovcnt));
 	return real(fd, iov, iovcnt, offset, flags);
 }
 
@@ -151,21 +160,21 @@ EXPORT ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t *
 			       unsigned int flags)
 {
 	REAL(copy_file_range);
-	WILL_WRITE(fd_out, off_out ? *off_out : -1);
+	WILL_WRITE(fd_out, off_out ? *off_out : -1, len);
 	return real(fd_in, off_in, fd_out, off_out, len, flags);
 }
 
 EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 {
 	REAL(sendfile);
-	WILL_WRITE(out_fd, -1);
+	WILL_WRITE(out_fd, -1, count);
 	return real(out_fd, in_fd, offset, count);
 }
 
 EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t count)
 {
 	REAL(sendfile64);
-	WILL_WRITE(out_fd, -1);
+	WILL_WRITE(out_fd, -1, count);
 	return real(out_fd, in_fd, offset, count);
 }
 

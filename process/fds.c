@@ -18,6 +18,7 @@
 #include "fds.h"
 #include "log.h"
 #include "session.h"
+#include "undo.h"
 
 /* Runtime state (never restored: a restart rebuilds it from the image). */
 static struct fds_slot slots[FDS_RANGE_MAX];
@@ -425,7 +426,8 @@ static bool checkpointed_size(uint64_t dev, uint64_t ino, uint64_t *size, uint64
 	return false;
 }
 
-void fds_mark_overwritten(const char *path, int64_t at, uint64_t size, uint64_t id)
+void fds_mark_overwritten(const char *path, int64_t at, uint64_t size, uint64_t id,
+			  const char *cause)
 {
 	struct session *s = session_get();
 	char mark[4200];
@@ -435,8 +437,8 @@ void fds_mark_overwritten(const char *path, int64_t at, uint64_t size, uint64_t 
 		return;
 	overwrite_said = true;
 	fds_refuse("%s written in place (at byte %lld, below its length %llu at checkpoint %llu: "
-		   "a restart could not undo that)",
-		   path, (long long)at, (unsigned long long)size, (unsigned long long)id);
+		   "%s, a restart could not undo that)",
+		   path, (long long)at, (unsigned long long)size, (unsigned long long)id, cause);
 	if (!s)
 		return;
 	snprintf(mark, sizeof(mark), "%s/overwritten.r%d", s->store.dir, s->rank);
@@ -460,10 +462,9 @@ void fds_path_of(int fd, char *path, size_t len)
 	path[n > 0 ? n : 0] = 0;
 }
 
-void fds_will_write(int fd, int64_t offset)
+void fds_will_write(int fd, int64_t offset, uint64_t len)
 {
 	const struct fds_slot *sl = fds_slot(fd);
-	char path[PATH_MAX];
 	uint64_t size, id;
 
 	int fl;
@@ -480,21 +481,19 @@ void fds_will_write(int fd, int64_t offset)
 		offset = lseek(fd, 0, SEEK_CUR);
 	if (offset < 0 || (uint64_t)offset >= size)
 		return;
-	fds_path_of(fd, path, sizeof(path));
-	fds_mark_overwritten(path, offset, size, id);
+	undo_will_change(NULL, sl->dev, sl->ino, fd, id, size, (uint64_t)offset,
+			 len > size - (uint64_t)offset ? size : (uint64_t)offset + len);
 }
 
 void fds_will_cut(int fd, int64_t from)
 {
 	const struct fds_slot *sl = fds_slot(fd);
-	char path[PATH_MAX];
 	uint64_t size, id;
 
 	if (fd < 3 || !sl || sl->state != SLOT_PROGRAM || overwrite_said ||
 	    !checkpointed_size(sl->dev, sl->ino, &size, &id) || from < 0 || (uint64_t)from >= size)
 		return;
-	fds_path_of(fd, path, sizeof(path));
-	fds_mark_overwritten(path, from, size, id);
+	undo_will_change(NULL, sl->dev, sl->ino, fd, id, size, (uint64_t)from, size);
 }
 
 void fds_will_cut_path(const char *path, int64_t from)
@@ -506,7 +505,7 @@ void fds_will_cut_path(const char *path, int64_t from)
 	    !checkpointed_size(st.st_dev, st.st_ino, &size, &id) || from < 0 ||
 	    (uint64_t)from >= size)
 		return;
-	fds_mark_overwritten(path, from, size, id);
+	undo_will_change(path, st.st_dev, st.st_ino, -1, id, size, (uint64_t)from, size);
 }
 
 /* glibc's FILE flag for a stream that cannot write (libio.h). */
@@ -519,7 +518,9 @@ void fds_stream_positioned(FILE *fp)
 
 	if (!fp || (fp->_flags & STDIO_NO_WRITES) || fd < 3 || fd >= range)
 		return;
+	/* How much its writes will change is not known here: all from there
+	 * to the length at the checkpoint. */
 	pos = ftello(fp);
 	if (pos >= 0)
-		fds_will_write(fd, pos);
+		fds_will_write(fd, pos, UINT64_MAX);
 }

@@ -75,18 +75,21 @@ void fds_reopened(int fd, const char *call);
 /* Whether a checkpoint holds written files (else no write needs a look). */
 bool fds_watching(void);
 /* Writes that would change bytes a checkpoint holds (below the length the
- * file had at the newest checkpoint): a restart cannot undo them, so
- * checkpoints stop and the checkpoints before are marked unusable.
- * offset < 0: at the descriptor's position. */
-void fds_will_write(int fd, int64_t offset);
+ * file had at the newest checkpoint): the bytes are saved first in the
+ * checkpoint's undo record (undo.h), or, when they cannot be, checkpoints
+ * stop and the checkpoints before are marked unusable. offset < 0: at the
+ * descriptor's position; len bytes from there (UINT64_MAX: unknown). */
+void fds_will_write(int fd, int64_t offset, uint64_t len);
 /* ftruncate / fallocate that cut or punch below that length. */
 void fds_will_cut(int fd, int64_t from);
 void fds_will_cut_path(const char *path, int64_t from);
 /* The program is about to change bytes below the length its file path had
- * at checkpoint id (at byte at): that checkpoint, and the ones before, can
- * no longer be put back as they were. Says so, stops checkpoints, and
- * leaves a mark the restart reads (fds_restart_check); once. */
-void fds_mark_overwritten(const char *path, int64_t at, uint64_t size, uint64_t id);
+ * at checkpoint id (at byte at), and no undo record holds them (cause):
+ * that checkpoint, and the ones before, can no longer be put back as they
+ * were. Says so, stops checkpoints, and leaves a mark the restart reads
+ * (fds_restart_check); once. */
+void fds_mark_overwritten(const char *path, int64_t at, uint64_t size, uint64_t id,
+			  const char *cause);
 /* A stdio stream open for writing was positioned (fseek, rewind, ...):
  * its later writes land there, unseen. */
 void fds_stream_positioned(FILE *fp);

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "part.h"
 #include "session.h"
+#include "undo.h"
 
 /* glibc's list of open streams and its helpers (exported, libio.h): a
  * restored stream is linked in again so that exit() and fflush(NULL) see
@@ -403,7 +404,9 @@ static int open_again(int i, struct why *why)
 	if (r->kind != FILE_REGULAR)
 		return 0;
 	if ((r->flags & O_ACCMODE) != O_RDONLY || written_elsewhere(i)) {
-		if ((uint64_t)st.st_size < r->size) {
+		/* Cut shorter after the checkpoint, its undo record puts the
+		 * length back. */
+		if ((uint64_t)st.st_size < r->size && !undo_restores(r->dev, r->ino)) {
 			return why_set(
 			    why, -ESTALE,
 			    "%s (descriptor %d) is shorter than at the checkpoint (%lld bytes, "
@@ -456,6 +459,8 @@ static int check(struct session *s, uint64_t id, const void *data, size_t len, s
 {
 	int ret = check_overwritten(s, id, why);
 
+	if (!ret)
+		ret = undo_restart_check(s, id, why);
 	if (ret || !data)
 		return ret;
 	if (!fds_range()) {
@@ -504,6 +509,12 @@ static int apply(struct why *why)
 	static uint64_t dev[FDS_RANGE_MAX], ino[FDS_RANGE_MAX], size[FDS_RANGE_MAX];
 	int nwritten = 0;
 
+	/* The files written in place go back to the checkpoint's content
+	 * first: what follows compares and cuts lengths. */
+	int ret0 = undo_restart_apply(session_get(), restored_id, why);
+
+	if (ret0)
+		return ret0;
 	unlink_own_streams();
 	fds_release_all();
 	for (int i = 0; i < nrecs; i++) {

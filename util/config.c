@@ -61,6 +61,29 @@ static int parse_seconds(const char *s, double *out)
 	return 0;
 }
 
+/* A size in bytes: digits with an optional K, M, G or T (powers of 1024). */
+static int parse_bytes(const char *s, unsigned long long *out)
+{
+	static const char units[] = "KMGT";
+	const char *u;
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-')
+		return -EINVAL;
+	if (*end && (u = strchr(units, *end & ~0x20))) {
+		shift = 10 * (int)(u - units + 1);
+		end++;
+	}
+	if (*end || (shift && v > (~0ull >> shift)))
+		return -EINVAL;
+	*out = v << shift;
+	return 0;
+}
+
 static int one_of(const char *s, const char *const *choices)
 {
 	for (; *choices; choices++)
@@ -109,6 +132,7 @@ int config_load(struct stasis_config *cfg, struct why *why)
 	strcpy(cfg->dirty, "auto");
 	cfg->full_every = 8;
 	cfg->fault_us = -1;
+	cfg->undo_max = 1ull << 30;
 	strcpy(cfg->failure_domain, "host");
 
 	if ((v = env("STASIS_DIR"))) {
@@ -189,6 +213,8 @@ int config_load(struct stasis_config *cfg, struct why *why)
 		BAD("STASIS_FULL_EVERY", v, "is not an integer >= 1");
 	if ((v = env("STASIS_TRACK_FAULT_US")) && parse_nonnegative(v, &cfg->fault_us))
 		BAD("STASIS_TRACK_FAULT_US", v, "is not a number of microseconds >= 0");
+	if ((v = env("STASIS_UNDO_MAX")) && parse_bytes(v, &cfg->undo_max))
+		BAD("STASIS_UNDO_MAX", v, "is not a number of bytes (K, M, G or T allowed)");
 	if ((v = env("STASIS_FAILURE_DOMAIN"))) {
 		if (strcmp(v, "host") && parse_int(v, 1, INT_MAX, &n))
 			BAD("STASIS_FAILURE_DOMAIN", v, "is not 'host' or a positive integer");
@@ -225,6 +251,7 @@ void config_print(const struct stasis_config *cfg)
 			cfg->flush_every);
 	pr_info("STASIS_DIRTY=%s STASIS_FULL_EVERY=%d STASIS_FAILURE_DOMAIN=%s STASIS_RESTART=%d",
 		cfg->dirty, cfg->full_every, cfg->failure_domain, cfg->restart);
+	pr_info("STASIS_UNDO_MAX=%llu", cfg->undo_max);
 	if (cfg->fault_us >= 0)
 		pr_info("STASIS_TRACK_FAULT_US=%g", cfg->fault_us);
 }

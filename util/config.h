@@ -29,6 +29,7 @@ struct stasis_config {
 	char dirty[16];           /* STASIS_DIRTY */
 	int full_every;           /* STASIS_FULL_EVERY >= 1 */
 	double fault_us;          /* STASIS_TRACK_FAULT_US >= 0, < 0: time it */
+	unsigned long long undo_max; /* STASIS_UNDO_MAX bytes of one interval's undo record */
 	char failure_domain[64];  /* STASIS_FAILURE_DOMAIN */
 	int verbose;              /* STASIS_VERBOSE 0..2 */
 	bool restart;             /* STASIS_RESTART=1: set by stasis-restart */

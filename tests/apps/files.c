@@ -24,8 +24,8 @@
  *                timerfd signalfd memfd inotify fifo device tmpfile popen
  *                stdout (dup2 onto descriptor 1) deleted (a file unlinked
  *                while open)
- *   --overwrite  from the middle of the run on, rewrite record 0 of the
- *                data file in place every iteration
+ *   --overwrite  from the second iteration on, rewrite record 0 of the
+ *                data file in place every iteration, and read it back
  *
  * Output (rank 0, stdout):
  *   files: n=<N> iters=<ITERS> checksum=<16 hex> log=<bytes> data=<bytes>
@@ -221,8 +221,15 @@ int main(int argc, char **argv)
 			die("pread");
 		h = hash_mix(h, old, RECORD);
 		x[it % n] += (double)(old[RECORD / 2] + strlen(old)) * 1e-9;
-		if (overwrite && it >= iters / 2 && pwrite(data, record, RECORD, 0) != RECORD)
-			die("pwrite in place");
+		if (overwrite && it >= 1) {
+			/* What it held goes into the answer: a restart that
+			 * did not put it back reads another record. */
+			if (pread(back, old, RECORD, 0) != RECORD)
+				die("pread of record 0");
+			h = hash_mix(h, old, RECORD);
+			if (pwrite(data, record, RECORD, 0) != RECORD)
+				die("pwrite in place");
+		}
 		if (write(null, record, 16) != 16)
 			die("write /dev/null");
 

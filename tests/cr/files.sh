@@ -17,9 +17,13 @@
 #              (a launcher that leaks it): the restart stops with one line
 #              instead of taking it; without it the restart resumes
 #   overwrite  the program rewrites a record of its data file in place
-#              after checkpoints: stasis says so and takes no more, the run
-#              ends right, and a restart from the checkpoints before stops
-#              with one line
+#              every iteration and reads it back first: killed after two
+#              checkpoints, the restart puts the record back from the undo
+#              record (process/undo.h); same output, same files
+#   undo-max   the same with STASIS_UNDO_MAX too small for one record:
+#              stasis says so naming the file and the limit, takes no more
+#              checkpoints, the run ends right, and a restart from the
+#              checkpoints before stops with one line
 #   refuse KIND...  for each KIND, the program makes something stasis
 #              cannot restore (files.c --refuse): a warning names it, no
 #              checkpoint is taken, the run ends with the right answer
@@ -31,7 +35,7 @@ set -euo pipefail
 # shellcheck source=../lib/cr.sh
 source "$(dirname "$0")/../lib/cr.sh"
 
-mode=${1:?usage: files.sh roundtrip|twice|early|changed|removed|taken|overwrite|refuse [KIND...]}
+mode=${1:?usage: files.sh roundtrip|twice|early|changed|removed|taken|overwrite|undo-max|refuse [KIND...]}
 cr_setup
 # The uninterrupted run's files are compared: it runs here, never shared.
 export CR_REF_SHARED=0
@@ -39,6 +43,10 @@ extra=()
 case $mode in
 early) extra=(--early) ;;
 overwrite) extra=(--overwrite) ;;
+undo-max)
+	extra=(--overwrite)
+	export STASIS_UNDO_MAX=100
+	;;
 esac
 app=${FILES_APP:-files}
 # Each collective MPI-IO call allocates OMPIO's aggregation buffer (32 MiB)
@@ -155,11 +163,24 @@ changed | removed | taken)
 	cr_pass "$mode: the restart stopped with one line, lost nothing, and resumed once the cause was gone"
 	;;
 overwrite)
+	kill_after 2
+	newest=$(cr_newest_complete)
+	undo=$(find "$STASIS_DIR" -name '*.undo' -size +0 | wc -l)
+	((undo > 0)) || cr_fail "no undo record was written"
+	cr_ok "$undo undo records on disk"
+	cr_restart restart
+	cr_expect_status restart 0
+	cr_expect_line restart "resumed from checkpoint $newest\\b" "resumed from the newest checkpoint"
+	cr_expect_same restart
+	expect_same_files
+	cr_pass "overwrite: written in place, killed, restarted: same output, same files"
+	;;
+undo-max)
 	cr_run_wait run
 	cr_expect_status run 0
 	cr_expect_same run
 	expect_same_files
-	cr_expect_words run "stasis says the file was written in place" '^stasis' 'files\.data\.' 'written in place'
+	cr_expect_words run "stasis names the file and the limit" '^stasis' 'files\.data\.' 'written in place' 'STASIS_UNDO_MAX=100'
 	newest=$(cr_newest_complete)
 	[[ -n $newest ]] || cr_fail "no checkpoint was committed before the program wrote in place"
 	cr_snapshot "$CR_TMP/ckpt.before"
@@ -167,7 +188,7 @@ overwrite)
 	cr_expect_failure restart
 	cr_expect_words restart "the restart names the file" '^stasis' 'files\.data\.' "written in place after checkpoint $newest"
 	cr_expect_unchanged "$CR_TMP/ckpt.before"
-	cr_pass "overwrite: warned, no checkpoint after, same output; the restart of an earlier checkpoint stopped"
+	cr_pass "undo-max: warned, no checkpoint after, same output; the restart of an earlier checkpoint stopped"
 	;;
 refuse)
 	shift
