@@ -8,6 +8,7 @@
 #include "log.h"
 #include "maps.h"
 #include "parts.h"
+#include "procname.h"
 #include "session.h"
 #include "sigstate.h"
 #include "section.h"
@@ -23,6 +24,7 @@ static const struct part_ops *const parts[] = {
     &signals_part,   /* held before mappings are read: nothing may change protections then */
     &mappings_part,  /* checked after the libraries are back: they are among the mappings */
     &callstack_part, /* saved only, for stasis-inspect */
+    &procname_part,  /* restart only: /proc's command line, once the stack is back */
 };
 #define NPARTS ((int)(sizeof(parts) / sizeof(parts[0])))
 

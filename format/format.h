@@ -204,6 +204,29 @@ enum file_kind {
 	FILE_DIRECTORY = 2, /* opened again by path, the same directory */
 	FILE_DEVICE = 3,    /* /dev/null and the like: opened again by path */
 	FILE_STANDARD = 4,  /* a duplicate of descriptor 0, 1 or 2 (rdev) */
+	/* Made again, not opened (process/fds_event.c); their payload, where
+	 * a path would be: */
+	FILE_PIPE = 5,	   /* an end of a pipe whose both ends are the program's:
+			    * ino the pipe's; size its capacity; the read end's
+			    * payload the bytes it held */
+	FILE_EVENTFD = 6,  /* offset the counter; rdev 1 if EFD_SEMAPHORE */
+	FILE_TIMERFD = 7,  /* payload a struct timerfd_record */
+	FILE_SIGNALFD = 8, /* offset the signal mask (bit n-1: signal n) */
+	FILE_EPOLL = 9,	   /* payload struct epoll_watch[]: its registrations */
+};
+
+struct timerfd_record {
+	int64_t value_sec, value_nsec;	     /* time left, 0: disarmed */
+	int64_t interval_sec, interval_nsec; /* its interval */
+	uint64_t ticks;			     /* expirations not read yet */
+	int32_t clockid;
+	uint32_t reserved;
+};
+
+struct epoll_watch {
+	int32_t fd;	 /* the descriptor watched (the program's) */
+	uint32_t events; /* EPOLLIN, EPOLLET, ... */
+	uint64_t data;	 /* what epoll_wait hands back */
 };
 
 struct files_header {
@@ -221,7 +244,7 @@ struct file_record {
 	uint32_t kind;	   /* enum file_kind */
 	uint32_t flags;	   /* fcntl F_GETFL: access mode, O_APPEND, ... */
 	uint32_t fd_flags; /* fcntl F_GETFD: FD_CLOEXEC */
-	uint32_t path_len;
+	uint32_t path_len;    /* or the payload's length (FILE_PIPE ...) */
 	uint64_t path_offset; /* from the header's start */
 	uint64_t offset;      /* the description's position */
 	uint64_t size;	      /* st_size */

@@ -7,10 +7,11 @@
  * straight through.
  *
  * What a restart can open again (regular files, directories, /dev/null
- * and the like) is moved into the program's range; what it cannot (pipes,
- * sockets, eventfds, epoll, timerfds, signalfds, memfds, inotify, FIFOs,
- * other devices, files without a name) switches checkpoints off where it
- * is made, naming it. Writes that would change bytes a checkpoint holds
+ * and the like) or make again (pipes, eventfds, epoll instances, timerfds,
+ * signalfds: process/fds_event.c) is moved into the program's range; what
+ * it cannot (sockets, socketpairs, memfds, inotify, FIFOs, other devices,
+ * files without a name) switches checkpoints off where it is made, naming
+ * it. Writes that would change bytes a checkpoint holds
  * are looked at before they happen (writes.c). */
 #undef _FILE_OFFSET_BITS
 #define _LARGEFILE64_SOURCE
@@ -486,12 +487,21 @@ EXPORT void closefrom(int lowfd)
 			fds_refuse(what);                                                          \
 	} while (0)
 
+/* What a restart makes again (process/fds_event.c): placed in the range
+ * like a file. */
+#define PLACE_IF_MADE(ok, fd, call)                                                                \
+	do {                                                                                       \
+		if ((ok) && for_application_main_thread(CALLER))                                   \
+			(fd) = fds_made((fd), call);                                               \
+	} while (0)
+
 EXPORT int pipe(int fds[2])
 {
 	REAL(pipe);
 	int ret = real(fds);
 
-	REFUSE_IF_MADE(ret == 0, "a pipe (pipe())");
+	PLACE_IF_MADE(ret == 0, fds[0], "pipe()");
+	PLACE_IF_MADE(ret == 0, fds[1], "pipe()");
 	return ret;
 }
 
@@ -500,7 +510,8 @@ EXPORT int pipe2(int fds[2], int flags)
 	REAL(pipe2);
 	int ret = real(fds, flags);
 
-	REFUSE_IF_MADE(ret == 0, "a pipe (pipe2())");
+	PLACE_IF_MADE(ret == 0, fds[0], "pipe2()");
+	PLACE_IF_MADE(ret == 0, fds[1], "pipe2()");
 	return ret;
 }
 
@@ -527,7 +538,7 @@ EXPORT int eventfd(unsigned int initval, int flags)
 	REAL(eventfd);
 	int fd = real(initval, flags);
 
-	REFUSE_IF_MADE(fd >= 0, "an eventfd (eventfd())");
+	PLACE_IF_MADE(fd >= 0, fd, "eventfd()");
 	return fd;
 }
 
@@ -536,7 +547,7 @@ EXPORT int epoll_create(int size)
 	REAL(epoll_create);
 	int fd = real(size);
 
-	REFUSE_IF_MADE(fd >= 0, "an epoll instance (epoll_create())");
+	PLACE_IF_MADE(fd >= 0, fd, "epoll_create()");
 	return fd;
 }
 
@@ -545,7 +556,7 @@ EXPORT int epoll_create1(int flags)
 	REAL(epoll_create1);
 	int fd = real(flags);
 
-	REFUSE_IF_MADE(fd >= 0, "an epoll instance (epoll_create1())");
+	PLACE_IF_MADE(fd >= 0, fd, "epoll_create1()");
 	return fd;
 }
 
@@ -554,7 +565,7 @@ EXPORT int timerfd_create(int clockid, int flags)
 	REAL(timerfd_create);
 	int fd = real(clockid, flags);
 
-	REFUSE_IF_MADE(fd >= 0, "a timerfd (timerfd_create())");
+	PLACE_IF_MADE(fd >= 0, fd, "timerfd_create()");
 	return fd;
 }
 
@@ -568,7 +579,7 @@ EXPORT int signalfd(int fd, const sigset_t *mask, int flags)
 		sigstate_program_waits(mask, "signalfd");
 	ret = real(fd, mask, flags);
 
-	REFUSE_IF_MADE(ret >= 0 && fd == -1, "a signalfd (signalfd())");
+	PLACE_IF_MADE(ret >= 0 && fd == -1, ret, "signalfd()");
 	return ret;
 }
 

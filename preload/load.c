@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/personality.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "runtime.h"
@@ -29,6 +30,21 @@ static bool is_mpi_rank(void)
 	return getenv("OMPI_COMM_WORLD_RANK") || getenv("PMIX_RANK") || getenv("PMI_RANK");
 }
 
+/* A re-executed rank's name: exec through /proc/self/exe names it "exe",
+ * which ps, top, pgrep and the tools that find ranks by name would see;
+ * the name it had comes through STASIS_COMM and is set back (the kernel
+ * keeps 15 bytes of it, as it did). */
+static void keep_name(void)
+{
+	const char *comm = getenv("STASIS_COMM");
+
+	if (!comm)
+		return;
+	if (prctl(PR_SET_NAME, comm, 0, 0, 0))
+		pr_perror("cannot name the re-executed process %s", comm);
+	unsetenv("STASIS_COMM");
+}
+
 /* A restart needs every library, the executable and the stack at the
  * addresses of the first run (DESIGN.md fact 1). stasis-run turns
  * randomisation off for the launcher; a rank started some other way (a
@@ -36,10 +52,12 @@ static bool is_mpi_rank(void)
 static void ensure_fixed_layout(void)
 {
 	static char cmdline[1 << 16];
-	char *argv[1024];
+	char *argv[1024], comm[32];
 	int persona = personality(0xffffffff), fd, argc = 0;
 	ssize_t n;
 
+	if (persona != -1 && (persona & ADDR_NO_RANDOMIZE))
+		keep_name();
 	if (persona == -1 || (persona & ADDR_NO_RANDOMIZE))
 		return;
 	if (getenv("STASIS_REEXEC")) {
@@ -62,6 +80,10 @@ static void ensure_fixed_layout(void)
 		argv[argc++] = p;
 	argv[argc] = NULL;
 	setenv("STASIS_REEXEC", "1", 1);
+	if (!prctl(PR_GET_NAME, comm, 0, 0, 0)) {
+		comm[16] = 0;
+		setenv("STASIS_COMM", comm, 1);
+	}
 	execv("/proc/self/exe", argv);
 	pr_perror("cannot re-execute with address randomisation off");
 	stasis_active = false;

@@ -233,6 +233,21 @@ int fds_opened(int fd, int flags, const char *call)
 	return place(fd, 3, next_desc++, -1, &st);
 }
 
+int fds_made(int fd, const char *call)
+{
+	struct stat st;
+
+	if (fd < 0)
+		return fd;
+	if (!range) {
+		fds_refuse("%s: no descriptors are kept for the program", call);
+		return fd;
+	}
+	if (fstat(fd, &st) || fd < 3)
+		return fd;
+	return place(fd, 3, next_desc++, -1, &st);
+}
+
 int fds_duplicated(int oldfd, int newfd, int min, const char *call)
 {
 	const struct fds_slot *old = fds_slot(oldfd);

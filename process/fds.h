@@ -50,6 +50,9 @@ bool fds_before_restore(void);
 /* fd is a new open file description (open, creat, fopen, mkstemp,
  * opendir); flags are its open flags when known (0 otherwise). */
 int fds_opened(int fd, int flags, const char *call);
+/* fd is a new pipe end, eventfd, timerfd, signalfd or epoll instance
+ * (fds_event.c makes them again at a restart): placed like a file. */
+int fds_made(int fd, const char *call);
 /* newfd, which the kernel chose, is a duplicate of oldfd (dup, fcntl
  * F_DUPFD): moved to the lowest free number >= min in the range. */
 int fds_duplicated(int oldfd, int newfd, int min, const char *call);
@@ -135,6 +138,30 @@ int fds_install(int k, int fd, uint32_t desc, int std_of, bool cloexec);
 void fds_release_all(void);
 uint32_t fds_new_desc(void);
 void fds_set_restored(void);
+
+/* --- descriptors made again, not opened (fds_event.c) ------------------ */
+
+struct file_record;
+struct stat;
+/* fd (the program's, at path, fstat st): 1 when it is a pipe end, eventfd,
+ * timerfd, signalfd or epoll instance, r's kind and fields filled and its
+ * payload in *data, *len (module storage, valid until the next call); 0
+ * when it is none of them; -errno with why when it cannot be restored (a
+ * pipe to another process, an epoll instance watching a descriptor not the
+ * program's: refused as well, named). */
+int fds_event_describe(int fd, const struct stat *st, const char *path, struct file_record *r,
+		       const void **data, size_t *len, struct why *why);
+/* What record kind makes again ("a pipe"), NULL for files opened by path. */
+const char *fds_event_name(uint32_t kind);
+/* A restart's CHECK: make record i's object again into made[i] (made[]
+ * -1 where nothing is made yet; a pipe fills both its ends' entries), its
+ * payload data[i] of len[i] bytes put back. 0 or -errno with why. */
+int fds_event_make(const struct file_record *recs, char *const *data, const size_t *len,
+		   int *made, int n, int i, struct why *why);
+/* Once every descriptor is at its number: an epoll instance's
+ * registrations (a no-op for the other kinds). */
+int fds_event_register(const struct file_record *r, const char *data, size_t len,
+		       struct why *why);
 
 /* The lengths the program's written files had at a checkpoint, to see
  * writes below them (the newest two checkpoints: one may not commit). */

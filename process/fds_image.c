@@ -111,6 +111,19 @@ static int describe(int fd, const struct fds_slot *sl, struct file_record *r, st
 		r->rdev = (uint64_t)sl->std_of;
 		return 0;
 	}
+	{
+		const void *data;
+		size_t len;
+		int made = fds_event_describe(fd, &st, path, r, &data, &len, why);
+
+		if (made < 0)
+			return made;
+		if (made) {
+			r->path_len = (uint32_t)len;
+			r->path_offset = put(paths, data, len);
+			return 0;
+		}
+	}
 	if (S_ISREG(st.st_mode))
 		r->kind = FILE_REGULAR;
 	else if (S_ISDIR(st.st_mode))
@@ -229,6 +242,8 @@ out:
  * memory: the image's pages are about to be overwritten. */
 static struct file_record *recs;
 static char **rec_paths;
+static char **payloads; /* per record made again (fds_event.c): its payload */
+static size_t *payload_lens;
 static int *opened;	   /* per record: the file opened again (first of its description) */
 static int *first;	   /* per record: the first record of its description */
 static uint32_t *new_desc; /* per record: its description in this process */
@@ -244,7 +259,13 @@ static void forget(void)
 			close(opened[i]);
 		if (rec_paths)
 			free(rec_paths[i]);
+		if (payloads)
+			free(payloads[i]);
 	}
+	free(payloads);
+	free(payload_lens);
+	payloads = NULL;
+	payload_lens = NULL;
 	free(recs);
 	free(rec_paths);
 	free(opened);
@@ -290,7 +311,10 @@ static int parse(const void *data, size_t len, struct why *why)
 	saved_streams = calloc(h->nstreams + 1, sizeof(*saved_streams));
 	first = calloc(nrecs + 1, sizeof(*first));
 	new_desc = calloc(nrecs + 1, sizeof(*new_desc));
-	if (!recs || !rec_paths || !opened || !saved_streams || !first || !new_desc) {
+	payloads = calloc(nrecs + 1, sizeof(*payloads));
+	payload_lens = calloc(nrecs + 1, sizeof(*payload_lens));
+	if (!payloads || !payload_lens ||
+	    !recs || !rec_paths || !opened || !saved_streams || !first || !new_desc) {
 		return why_set(why, -ENOMEM, "out of memory reading the open files");
 	}
 	memcpy(recs, base + sizeof(*h), sizeof(*recs) * nrecs);
@@ -305,15 +329,27 @@ static int parse(const void *data, size_t len, struct why *why)
 	for (int i = 0; i < nrecs; i++) {
 		struct file_record *r = &recs[i];
 
+		const char *made = fds_event_name(r->kind);
+
 		opened[i] = -1;
 		if (r->path_offset > h->bytes || r->path_len > h->bytes - r->path_offset ||
-		    r->path_len >= PATH_MAX || r->fd < 3 || r->kind < FILE_REGULAR ||
-		    r->kind > FILE_STANDARD || (r->kind == FILE_STANDARD && r->rdev > 2)) {
+		    (!made && r->path_len >= PATH_MAX) || r->fd < 3 || r->kind < FILE_REGULAR ||
+		    r->kind > FILE_EPOLL || (r->kind == FILE_STANDARD && r->rdev > 2)) {
 			return why_set(why, -EBADMSG,
 				       "the record of open files in the image is damaged");
 		}
 		first[i] = first_of(i);
-		rec_paths[i] = strndup(base + r->path_offset, r->path_len);
+		if (made) {
+			/* Its payload, not a path: the name says what it is. */
+			payloads[i] = malloc(r->path_len + 1);
+			if (!payloads[i])
+				return why_set(why, -ENOMEM, "out of memory reading the open files");
+			memcpy(payloads[i], base + r->path_offset, r->path_len);
+			payload_lens[i] = r->path_len;
+			rec_paths[i] = strdup(made);
+		} else {
+			rec_paths[i] = strndup(base + r->path_offset, r->path_len);
+		}
 		if (!rec_paths[i]) {
 			return why_set(why, -ENOMEM, "out of memory reading the open files");
 		}
@@ -469,7 +505,11 @@ static int check(struct session *s, uint64_t id, const void *data, size_t len, s
 	ret = parse(data, len, why);
 	for (int i = 0; !ret && i < nrecs; i++) {
 		ret = number_free(i, why);
-		if (!ret && recs[i].kind != FILE_STANDARD && first[i] == i)
+		if (ret || recs[i].kind == FILE_STANDARD || first[i] != i || opened[i] >= 0)
+			continue;
+		if (fds_event_name(recs[i].kind))
+			ret = fds_event_make(recs, payloads, payload_lens, opened, nrecs, i, why);
+		else
 			ret = open_again(i, why);
 	}
 	return ret;
@@ -547,6 +587,15 @@ static int apply(struct why *why)
 			return why_set(why, ret, "cannot put %s back as descriptor %d: %s",
 				       rec_paths[i], r->fd, strerror(-ret));
 		}
+	}
+	/* Every descriptor at its number: what epoll instances watched. */
+	for (int i = 0; i < nrecs; i++) {
+		int ret = first[i] == i ? fds_event_register(&recs[i], payloads[i],
+							     payload_lens[i], why)
+					: 0;
+
+		if (ret)
+			return ret;
 	}
 	fds_checkpoint_sizes(restored_id, dev, ino, size, nwritten);
 	fds_set_restored();

@@ -20,8 +20,8 @@
  *
  *   --early      open the data file (O_TRUNC) before MPI_Init
  *   --refuse K   make, right after MPI_Init, something stasis cannot
- *                restore and keep it: pipe socket socketpair eventfd epoll
- *                timerfd signalfd memfd inotify fifo device tmpfile popen
+ *                restore and keep it: pipe (to a child) socket socketpair
+ *                memfd inotify fifo device tmpfile popen
  *                stdout (dup2 onto descriptor 1) deleted (a file unlinked
  *                while open)
  *   --overwrite  from the second iteration on, rewrite record 0 of the
@@ -46,6 +46,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hash.h"
@@ -70,8 +71,22 @@ static void make_refused(const char *kind)
 	char name[64];
 
 	if (!strcmp(kind, "pipe")) {
+		/* A pipe to another process: its write end given to a child
+		 * (which writes a byte and ends), the parent keeps the read end. */
+		pid_t child;
+
 		if (pipe(fds))
 			die("pipe");
+		child = fork();
+		if (child < 0)
+			die("fork");
+		if (!child) {
+			close(fds[0]);
+			_exit(write(fds[1], "x", 1) == 1 ? 0 : 1);
+		}
+		close(fds[1]);
+		if (waitpid(child, NULL, 0) != child)
+			die("waitpid");
 	} else if (!strcmp(kind, "socket")) {
 		fd = socket(AF_INET, SOCK_STREAM, 0);
 	} else if (!strcmp(kind, "socketpair")) {

@@ -51,6 +51,7 @@ cr_default_args() {
 	protected_io) echo "16384 4000" ;;
 	segv_handler) echo "131072 6000" ;;
 	alarm) echo "4096 3000" ;;
+	evloop) echo "65536 16000" ;;
 	tramp) echo "65536 3000" ;;
 	uselib) echo "4096 2000" ;;
 	phases) echo "8 200" ;;
