@@ -98,8 +98,8 @@ time-limit)
 	cr_wait_exit first
 	cr_expect_status first 0
 	id=$(slurm_job_id "$CR_TMP/first.out")
-	cr_wait_line first "checkpoint requested" 90
-	cr_wait_commits first 1 30
+	slurm_wait_line first "checkpoint requested" 90
+	slurm_wait_commits first 1 30
 	committed=$(date +%s)
 	# shellcheck disable=SC2046
 	kill -STOP $(slurm_ranks first) 2>/dev/null || cr_fail "the ranks ended before the time limit"
@@ -129,7 +129,7 @@ requeue)
 	cr_wait_exit job
 	cr_expect_status job 0
 	id=$(slurm_job_id "$CR_TMP/job.out")
-	cr_wait_commits job 2 60
+	slurm_wait_commits job 2 60
 	scontrol requeue "$id"
 	cr_ok "requeued Slurm job $id after 2 checkpoints"
 	deadline=$((SECONDS + CR_TIMEOUT))

@@ -55,3 +55,32 @@ slurm_ranks() {
 	done
 	return 0
 }
+
+# slurm_wait_line NAME REGEX [TIMEOUT]: wait until the batch job's stderr
+# ($CR_TMP/NAME.err, sbatch -e) has a line matching REGEX; the job runs
+# under slurmd, so only the clock ends the wait.
+slurm_wait_line() {
+	local name=$1 re=$2 timeout=${3:-$CR_TIMEOUT} deadline
+	deadline=$((SECONDS + timeout))
+	until grep -qE -- "$re" "$CR_TMP/$name.err"; do
+		if ((SECONDS >= deadline)); then
+			cr_show "$name"
+			cr_fail "Slurm job $name did not print /$re/ within ${timeout}s"
+		fi
+		sleep 0.2
+	done
+}
+
+# slurm_wait_commits NAME N [TIMEOUT]: the batch job committed N checkpoints.
+slurm_wait_commits() {
+	local name=$1 n=$2 timeout=${3:-$CR_TIMEOUT} deadline
+	deadline=$((SECONDS + timeout))
+	while (($(cr_commits "$name") < n)); do
+		if ((SECONDS >= deadline)); then
+			cr_show "$name"
+			cr_fail "Slurm job $name committed $(cr_commits "$name") of $n checkpoints in ${timeout}s"
+		fi
+		sleep 0.2
+	done
+	cr_ok "Slurm job $name committed $n checkpoint(s), last id $(cr_last_commit "$name")"
+}
