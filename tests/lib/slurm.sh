@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # slurm.sh: a one-node Slurm cluster for the tests under Slurm
 # (tests/cr/slurm.sh). Source it after cr.sh; slurm_setup after cr_setup
 # starts munged (unless one runs), slurmctld and slurmd from Debian's
