@@ -4,6 +4,7 @@
 
 #include "runtime.h"
 #include "interpose.h"
+#include "slurm.h"
 #include "start.h"
 
 
@@ -12,6 +13,7 @@ EXPORT int MPI_Init(int *argc, char ***argv)
 	int ret;
 
 	stasis_depth++;
+	slurm_before_init();
 	engine_before_init(&argc, &argv);
 	ret = PMPI_Init(argc, argv);
 	if (ret == MPI_SUCCESS)
@@ -25,6 +27,7 @@ EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	int ret;
 
 	stasis_depth++;
+	slurm_before_init();
 	engine_before_init(&argc, &argv);
 	ret = PMPI_Init_thread(argc, argv, required, provided);
 	if (ret == MPI_SUCCESS)
@@ -47,6 +50,7 @@ EXPORT int MPI_Finalize(void)
 EXPORT void mpi_init_(MPI_Fint *ierr)
 {
 	stasis_depth++;
+	slurm_before_init();
 	engine_before_init(NULL, NULL);
 	REAL(mpi_init_);
 	real(ierr);
@@ -59,6 +63,7 @@ FORTRAN_ALIASES(mpi_init, MPI_INIT)
 EXPORT void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
 {
 	stasis_depth++;
+	slurm_before_init();
 	engine_before_init(NULL, NULL);
 	REAL(mpi_init_thread_);
 	real(required, provided, ierr);

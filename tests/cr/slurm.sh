@@ -1,0 +1,149 @@
+#!/bin/bash
+# slurm.sh CASE: stasis under Slurm, on a one-node cluster the test starts
+# and stops (tests/lib/slurm.sh). Every run goes through srun --mpi=pmix.
+#   roundtrip    stasis-run srun, SIGKILL of the ranks after two checkpoints,
+#                stasis-restart srun: the uninterrupted run's output
+#   export-none  srun --export=NONE, and SLURM_EXPORT_ENV=NONE: stasis still
+#                in every rank (it checkpoints, its settings reached them)
+#   no-pmix      an Open MPI program under srun --mpi=none: one line saying so
+#   time-limit   an sbatch job checkpointed STASIS_BEFORE_LIMIT seconds
+#                before its time limit, ended by Slurm at the limit, resumed
+#                by a second job (stasis-restart) to the uninterrupted output
+#   requeue      a job requeued after two checkpoints continues by itself
+#                (stasis-run, SLURM_RESTART_COUNT) to the uninterrupted output
+set -euo pipefail
+# shellcheck source=../lib/cr.sh
+source "$(dirname "$0")/../lib/cr.sh"
+# shellcheck source=../lib/slurm.sh
+source "$(dirname "$0")/../lib/slurm.sh"
+
+case=${1:?usage: slurm.sh roundtrip|export-none|no-pmix|time-limit|requeue}
+CR_NP=${CR_NP:-2}
+cr_setup
+slurm_setup
+
+# batch NAME BODY...: a batch script running the lines BODY.
+batch() {
+	local name=$1
+	shift
+	{
+		echo '#!/bin/bash'
+		printf '%s\n' "$@"
+	} >"$CR_TMP/$name.sh"
+}
+
+case $case in
+roundtrip)
+	cr_app heat
+	cr_reference
+	cr_run run
+	cr_wait_commits run 2
+	cr_kill run
+	newest=$(cr_newest_complete)
+	[[ -n $newest ]] || cr_fail "no complete checkpoint on disk after two commits"
+	cr_restart restart
+	cr_expect_status restart 0
+	cr_expect_line restart "resumed from checkpoint $newest\\b" "restart resumed from checkpoint $newest"
+	cr_expect_same restart
+	cr_pass "through srun: killed after 2 checkpoints, restarted from $newest, same output"
+	;;
+export-none)
+	cr_app heat
+	cr_reference
+	# A setting that must reach the ranks: the job's directory name.
+	export STASIS_JOB=exported
+	# shellcheck disable=SC2046
+	cr_start none "$CR_STASIS_RUN" $(cr_mpirun) --export=NONE "$CR_APP" "${CR_ARGS[@]}"
+	cr_wait_exit none
+	cr_expect_status none 0
+	cr_expect_same none
+	(($(cr_commits none) >= 1)) || cr_fail "srun --export=NONE: no checkpoint (stasis did not reach the ranks)"
+	ls "$STASIS_DIR"/exported/ckpt-*.done >/dev/null 2>&1 ||
+		cr_fail "srun --export=NONE: no checkpoint under STASIS_JOB=exported (STASIS_* did not reach the ranks)"
+	cr_ok "srun --export=NONE: $(cr_commits none) checkpoint(s) in $STASIS_DIR/exported"
+	export STASIS_JOB=exported2
+	# shellcheck disable=SC2046
+	cr_start envnone env SLURM_EXPORT_ENV=NONE "$CR_STASIS_RUN" $(cr_mpirun) "$CR_APP" "${CR_ARGS[@]}"
+	cr_wait_exit envnone
+	cr_expect_status envnone 0
+	cr_expect_same envnone
+	ls "$STASIS_DIR"/exported2/ckpt-*.done >/dev/null 2>&1 ||
+		cr_fail "SLURM_EXPORT_ENV=NONE: no checkpoint under STASIS_JOB=exported2"
+	cr_pass "srun --export=NONE and SLURM_EXPORT_ENV=NONE: stasis and its settings in every rank"
+	;;
+no-pmix)
+	cr_app heat 64 10
+	cr_start nopmix "$CR_STASIS_RUN" srun -n 2 --mpi=none "$CR_APP" "${CR_ARGS[@]}"
+	cr_wait_exit nopmix
+	cr_expect_failure nopmix
+	cr_expect_line nopmix "without PMIx \\(--mpi=none\\): run it with srun --mpi=pmix" "told to use --mpi=pmix"
+	if grep -q "OPAL ERROR" "$CR_TMP/nopmix.err"; then
+		cr_show nopmix
+		cr_fail "Open MPI's OPAL ERROR printed, not only stasis's line"
+	fi
+	cr_pass "srun --mpi=none: one line naming --mpi=pmix"
+	;;
+time-limit)
+	# A job of 1 minute (Slurm's least time limit): its program starts 30 s
+	# in, the checkpoint is asked 25 s before the limit, the test stops the
+	# ranks once it is committed (so that the program need not run a whole
+	# minute to be still running at the limit) and Slurm ends the job.
+	cr_app heat
+	cr_reference 10
+	export STASIS_INTERVAL=1000 STASIS_BEFORE_LIMIT=25
+	cmd="$CR_STASIS_RUN $(cr_mpirun) $CR_APP ${CR_ARGS[*]}"
+	batch first "sleep 30" "$cmd"
+	cr_start first sbatch -t 1 -n "$CR_NP" -O -o "$CR_TMP/first.job.out" -e "$CR_TMP/first.err" \
+		--open-mode=append "$CR_TMP/first.sh"
+	cr_wait_exit first
+	cr_expect_status first 0
+	id=$(slurm_job_id "$CR_TMP/first.out")
+	slurm_wait_line first "checkpoint requested" 90
+	slurm_wait_commits first 1 30
+	committed=$(date +%s)
+	# shellcheck disable=SC2046
+	kill -STOP $(slurm_ranks first) 2>/dev/null || cr_fail "the ranks ended before the time limit"
+	end=$(date -d "$(squeue -h -j "$id" -o %e)" +%s)
+	grep -E "checkpoint requested|committed" "$CR_TMP/first.err"
+	cr_say "checkpoint committed $((end - committed)) s before the time limit (squeue's end $(date -d "@$end" +%T))"
+	slurm_wait_gone "$id" 120
+	state=$(scontrol show job "$id" 2>/dev/null | grep -o 'JobState=[A-Z_]*' || true)
+	cr_say "first job: $state"
+	[[ -z $state || $state == JobState=TIMEOUT ]] || cr_fail "first job ended $state, not at its time limit"
+	batch second "$CR_STASIS_RESTART $(cr_mpirun) $CR_APP ${CR_ARGS[*]}"
+	cr_start second sbatch --wait -t 5 -n "$CR_NP" -O -o "$CR_TMP/second.job.out" -e "$CR_TMP/second.err" \
+		--open-mode=append "$CR_TMP/second.sh"
+	cr_wait_exit second
+	cr_expect_status second 0
+	cr_expect_line second "resumed from checkpoint" "the second job resumed from the checkpoint before the limit"
+	cp "$CR_TMP/second.job.out" "$CR_TMP/second.out"
+	cr_expect_same second
+	cr_pass "checkpointed $((end - committed)) s before the time limit, resumed by the next job, same output"
+	;;
+requeue)
+	cr_app heat
+	cr_reference
+	batch job "$CR_STASIS_RUN $(cr_mpirun) $CR_APP ${CR_ARGS[*]}"
+	cr_start job sbatch --requeue -n "$CR_NP" -O -o "$CR_TMP/job.job.out" -e "$CR_TMP/job.err" \
+		--open-mode=append "$CR_TMP/job.sh"
+	cr_wait_exit job
+	cr_expect_status job 0
+	id=$(slurm_job_id "$CR_TMP/job.out")
+	slurm_wait_commits job 2 60
+	scontrol requeue "$id"
+	cr_ok "requeued Slurm job $id after 2 checkpoints"
+	deadline=$((SECONDS + CR_TIMEOUT))
+	until grep -q "Slurm requeued job" "$CR_TMP/job.err"; do
+		((SECONDS < deadline)) || { cr_show job; cr_fail "the requeued job did not start again"; }
+		# A requeued job waits for a begin time: start it now.
+		scontrol update JobId="$id" StartTime=now 2>/dev/null || true
+		sleep 1
+	done
+	slurm_wait_gone "$id" "$CR_TIMEOUT"
+	cr_expect_line job "resumed from checkpoint" "the requeued job resumed from a checkpoint"
+	cp "$CR_TMP/job.job.out" "$CR_TMP/job.out"
+	cr_expect_same job
+	cr_pass "requeued after 2 checkpoints, continued by itself, same output"
+	;;
+*) cr_fail "unknown case '$case'" ;;
+esac

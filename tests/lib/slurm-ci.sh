@@ -1,0 +1,108 @@
+#!/bin/bash
+# slurm-ci.sh (tests/lib/slurm.sh runs it; ../shared/SLURM.md has the why of
+# every setting) up|down [DIR]: a one-node Slurm cluster on this machine for
+# tests, from Debian 12 packages, as root, without systemd or cgroups.
+#   up    write DIR/slurm.conf, start munged, slurmctld and slurmd, wait
+#         until the node is idle; prints "export SLURM_CONF=DIR/slurm.conf"
+#   down  cancel every job, stop the three daemons (their PID files)
+# Packages: slurm-wlm (slurmctld slurmd slurm-client slurm-wlm-basic-plugins
+# munge) and libpmix-dev (the mpi/pmix plugin dlopens
+# /usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so; libopenmpi-dev depends on it).
+set -euo pipefail
+cmd=${1:?usage: slurm-ci.sh up|down [DIR]}
+D=${2:-${TMPDIR:-/tmp}/slurm-ci}
+export SLURM_CONF=$D/slurm.conf
+
+up() {
+	local host cpus mem i
+	host=$(hostname -s)
+	cpus=$(nproc --all) # nproc alone honours OMP_NUM_THREADS
+	mem=$(($(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 2))
+	# Fresh state every time: a slurmd killed uncleanly leaves PMIx sockets
+	# (stepd.slurm.pmix.J.S: "Address already in use") and job ids are reused.
+	rm -rf "$D"
+	mkdir -p "$D/state" "$D/spool" "$D/log"
+	cat >"$D/slurm.conf" <<EOF
+ClusterName=ci
+SlurmctldHost=$host(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+SlurmctldPort=6817
+SlurmdPort=6818
+StateSaveLocation=$D/state
+SlurmdSpoolDir=$D/spool
+SlurmctldPidFile=$D/slurmctld.pid
+SlurmdPidFile=$D/slurmd.pid
+SlurmctldLogFile=$D/log/slurmctld.log
+SlurmdLogFile=$D/log/slurmd.log
+# no cgroups: processes tracked through /proc, no task binding
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+MpiDefault=none
+ReturnToService=2
+MailProg=/bin/true
+KillWait=5
+# a loaded 2-core machine: generous RPC timeouts
+MessageTimeout=60
+SlurmdTimeout=600
+# tasks get the nice value of srun (nice -n 19 srun: ranks at nice 19)
+PropagatePrioProcess=1
+# a SIGKILLed srun leaves its allocation behind; end it after 15 s
+InactiveLimit=15
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
+# jobs share the node (a restart starts while the killed job still ends)
+PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
+EOF
+	# munge: the package's postinst made /etc/munge/munge.key
+	if [[ ! -s /etc/munge/munge.key ]]; then
+		dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
+		chown munge:munge /etc/munge/munge.key
+		chmod 0400 /etc/munge/munge.key
+	fi
+	install -d -o munge -g munge -m 0755 /run/munge
+	# One munged per machine: use a running one, stop only ours at down.
+	if ! { [[ -s /run/munge/munged.pid ]] && kill -0 "$(</run/munge/munged.pid)" 2>/dev/null; }; then
+		runuser -u munge -- /usr/sbin/munged # daemonises; /run/munge/munged.pid
+		touch "$D/munged.ours"
+	fi
+	/usr/sbin/slurmctld -f "$SLURM_CONF" # daemonises; SlurmctldPidFile
+	# slurmstepd's PMIx server loads the hwloc topology with I/O devices: with
+	# an OpenCL ICD installed (mesa-opencl-icd) that takes 20-70 s per job step.
+	HWLOC_COMPONENTS=-opencl,-gl /usr/sbin/slurmd -f "$SLURM_CONF"
+	for ((i = 0; i < 60; i++)); do
+		[[ $(sinfo -h -o %T 2>/dev/null) == idle ]] && break
+		sleep 1
+	done
+	[[ $(sinfo -h -o %T) == idle ]] || {
+		echo "slurm-ci: node not idle after 60 s" >&2
+		tail -n 20 "$D"/log/*.log >&2
+		exit 1
+	}
+	echo "export SLURM_CONF=$SLURM_CONF"
+}
+
+down() {
+	local f pid i
+	scancel --quiet --user=root 2>/dev/null || true
+	local -a pids=("$D/slurmd.pid" "$D/slurmctld.pid")
+	[[ -e $D/munged.ours ]] && pids+=(/run/munge/munged.pid)
+	for f in "${pids[@]}"; do
+		[[ -s $f ]] || continue
+		pid=$(<"$f")
+		kill -TERM "$pid" 2>/dev/null || continue
+		for ((i = 0; i < 50; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.2
+		done
+	done
+}
+
+"$cmd"
