@@ -3,7 +3,7 @@
  * a window and exchanges with its neighbours through it; no location has
  * two writers in one epoch, so every run computes the same.
  *
- *   windows MODE [N [ITERS]]
+ *   windows --MODE [N [ITERS]]
  *
  *   fence    MPI_Win_allocate; halos put between fences (MPI_MODE_NOSUCCEED
  *            on the last)
@@ -222,8 +222,17 @@ static void shared_mode(int n, int iters)
 
 int main(int argc, char **argv)
 {
-	const char *mode = argc > 1 ? argv[1] : "fence";
-	int n = argc > 2 ? atoi(argv[2]) : 20000, iters = argc > 3 ? atoi(argv[3]) : 600;
+	const char *mode = "fence";
+	int n = 4000, iters = 400, pos = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strncmp(argv[i], "--", 2))
+			mode = argv[i] + 2;
+		else if (pos++ == 0)
+			n = atoi(argv[i]);
+		else
+			iters = atoi(argv[i]);
+	}
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
