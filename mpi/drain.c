@@ -363,6 +363,7 @@ bool drain_and_checkpoint(struct session *s, coord_take_fn take)
 		 * checkpoint returns, whether it committed, failed or resumed a
 		 * restarted process. */
 		ret = take(s);
+		windows_checkpointed(s->comm);
 		if (ret == CHECKPOINT_RESUMED)
 			return true;
 	} else {

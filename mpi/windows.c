@@ -13,6 +13,7 @@
 #include "export.h"
 #include "handles.h"
 #include "log.h"
+#include "dirty.h"
 #include "session.h"
 #include "windows.h"
 
@@ -42,6 +43,8 @@ struct win {
 static int nbusy;
 static struct timespec hold_since;
 static bool holding;
+
+static void expose(void *base, MPI_Aint size);
 
 static struct win *win_of(MPI_Win v)
 {
@@ -159,6 +162,7 @@ void windows_attached(MPI_Win v, void *base, MPI_Aint size)
 	}
 	w->regions = r;
 	r[w->nregions++] = (struct win_region){base, size};
+	expose(base, size);
 }
 
 void windows_detached(MPI_Win v, const void *base, int unused)
@@ -229,6 +233,54 @@ int windows_settle(MPI_Comm comm)
 	return -EBUSY;
 }
 
+/* Other ranks write a window's memory from their processes (the kernel's
+ * single copy: process_vm_writev): under the mprotect backend a protected
+ * page makes their write fail (EFAULT), so the memory is made writable and
+ * dirty; uffd and soft-dirty see such writes themselves. */
+static void expose(void *base, MPI_Aint size)
+{
+	struct session *s = session_get();
+
+	if (s && s->dirty == &dirty_mprotect_backend && base && size > 0)
+		s->dirty->prepare_write(base, (size_t)size);
+}
+
+static void expose_all(void)
+{
+	for (struct mpi_record *rec = rec_first(); rec; rec = rec->next) {
+		struct rec_reader r;
+		struct vh_entry *e;
+		struct win *w;
+
+		if (rec->kind != VH_WIN || !(e = vh_entry_at(VH_WIN, rec->index)) || !(w = e->aux))
+			continue;
+		r = recread_open(rec->data, rec->len);
+		recread_handle(&r, VH_COMM);
+		recread_int(&r);
+		{
+			void *base = (void *)(uintptr_t)recread_u64(&r);
+			MPI_Aint size = (MPI_Aint)recread_u64(&r);
+
+			if (!r.bad)
+				expose(base, size);
+		}
+		recread_done(&r);
+		for (int i = 0; i < w->nregions; i++)
+			expose(w->regions[i].base, w->regions[i].size);
+	}
+}
+
+void windows_checkpointed(MPI_Comm comm)
+{
+	struct session *s = session_get();
+
+	/* Each rank's memory writable again before any rank writes to it. */
+	if (!s || s->dirty != &dirty_mprotect_backend)
+		return;
+	expose_all();
+	PMPI_Barrier(comm);
+}
+
 /* --- making and freeing ---------------------------------------------------------- */
 
 /* The program made real (collective over real_comm): a virtual handle for
@@ -261,6 +313,7 @@ static MPI_Win made(MPI_Comm real_comm, int flavor, void *base, MPI_Aint size, i
 	recbuf_u64(&b, (uint64_t)size);
 	recbuf_int(&b, disp_unit);
 	w->create_len = b.len;
+	expose(base, size);
 	rec = rec_make(VH_WIN, &b, 0);
 	v = rec ? vh_mint(VH_WIN, real, 0, rec) : NULL;
 	if (!v) {

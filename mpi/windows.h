@@ -63,6 +63,11 @@ bool windows_hold_stop(void);
  * -EBUSY (rank 0 has said which). Collective over comm. */
 int windows_settle(MPI_Comm comm);
 
+/* After a checkpoint was taken (or resumed), every rank together: under
+ * the mprotect backend, window memory other ranks write is made writable
+ * again before any rank goes on. Collective over comm. */
+void windows_checkpointed(MPI_Comm comm);
+
 /* A checkpoint: each window's record gets its epoch, name, error handler
  * and attached regions. */
 int windows_refresh(void);
