@@ -27,6 +27,8 @@ int main(int argc, char **argv)
 		MPI_Barrier(MPI_COMM_WORLD);
 		if (c < 4)
 			MPI_Win_lock_all(0, win);
+		else
+			MPI_Win_fence(0, win);
 		t = MPI_Wtime();
 		for (int i = 0; i < reps; i++) {
 			if (c == 4) {
@@ -49,6 +51,8 @@ int main(int argc, char **argv)
 		t = MPI_Wtime() - t;
 		if (c < 4)
 			MPI_Win_unlock_all(win);
+		else
+			MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
 		MPI_Barrier(MPI_COMM_WORLD);
 		if (rank == 0)
 			printf("%s %.3f\n", names[c], t * 1e6 / reps);
