@@ -1,11 +1,14 @@
-/* rma_perf N: per-call latency of MPI_Put, MPI_Get, MPI_Accumulate and
+/* rma_perf N [--create]: per-call latency of MPI_Put, MPI_Get, MPI_Accumulate and
  * MPI_Fetch_and_op on a window (MPI_Win_allocate), rank 0 to rank 1 under
  * one MPI_Win_lock_all, each call followed by MPI_Win_flush, and of a
- * fence-synchronised Put. Prints "case microseconds" lines on rank 0;
+ * fence-synchronised Put; --create: on a window MPI_Win_create made over
+ * malloc'd memory (the component stasis's MPI_Win_allocate gets too: it
+ * makes its windows so, over arena memory). Prints "case microseconds" lines on rank 0;
  * rma_perf.sh runs it plain and under stasis-run side by side. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char **argv)
 {
@@ -16,8 +19,14 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	MPI_Win_allocate(64 * sizeof(double), sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD,
-			 &base, &win);
+	if (argc > 2 && !strcmp(argv[2], "--create")) {
+		base = calloc(64, sizeof(double));
+		MPI_Win_create(base, 64 * sizeof(double), sizeof(double), MPI_INFO_NULL,
+			       MPI_COMM_WORLD, &win);
+	} else {
+		MPI_Win_allocate(64 * sizeof(double), sizeof(double), MPI_INFO_NULL,
+				 MPI_COMM_WORLD, &base, &win);
+	}
 	for (int c = 0; c < 5; c++) {
 		static const char *names[] = {"put_flush", "get_flush", "acc_flush", "fop_flush",
 					      "put_fence"};

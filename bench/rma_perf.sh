@@ -5,7 +5,10 @@
 # to back (no checkpoint due); per case it prints both latencies, their
 # ratio and the difference in microseconds, then the median difference
 # over the rounds. A case is one RMA call plus the MPI_Win_flush (or
-# fence) that completes it: two wrapped calls.
+# fence) that completes it: two wrapped calls. RMA_PERF_FLAVOR=--create:
+# windows made by MPI_Win_create in both runs (the wrappers' cost alone);
+# default MPI_Win_allocate, which stasis makes with MPI_Win_create over
+# arena memory (Open MPI's shared-memory component osc/sm is then not used).
 set -euo pipefail
 build=$(cd "${1:?usage: rma_perf.sh BUILD_DIR}" && pwd)
 exe=$build/bench/rma_perf
@@ -17,6 +20,8 @@ dir=$(mktemp -d /tmp/stasis-bench.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 export STASIS_DIR=$dir STASIS_SCHEME=single STASIS_INTERVAL=86400
 
+flavor=()
+[[ -n ${RMA_PERF_FLAVOR:-} ]] && flavor=("$RMA_PERF_FLAVOR")
 cases=(put_flush get_flush acc_flush fop_flush put_fence)
 field() { awk -v k="$1" '$1 == k { print $2 }' <<<"$2"; }
 calc() { awk "BEGIN { printf \"%.3f\", $* }"; }
@@ -25,8 +30,8 @@ echo "== $np ranks, $n calls per case, us per call; load: $(cut -d' ' -f1-3 /pro
 printf '%-6s %-12s %10s %10s %7s %9s\n' round case plain stasis ratio added_us
 declare -A added
 for ((r = 1; r <= rounds; r++)); do
-	p=$(mpirun --oversubscribe -np "$np" "$exe" "$n")
-	s=$("$build/tools/stasis-run" mpirun --oversubscribe -np "$np" "$exe" "$n")
+	p=$(mpirun --oversubscribe -np "$np" "$exe" "$n" "${flavor[@]}")
+	s=$("$build/tools/stasis-run" mpirun --oversubscribe -np "$np" "$exe" "$n" "${flavor[@]}")
 	for c in "${cases[@]}"; do
 		a=$(field "$c" "$p") b=$(field "$c" "$s")
 		d=$(calc "$b - $a")
