@@ -14,6 +14,7 @@
 #include "runtime.h"
 #include "collective_counts.h"
 #include "coord.h"
+#include "windows.h"
 #include "coord_int.h"
 #include "drain.h"
 #include "log.h"
@@ -191,6 +192,10 @@ static void take_checkpoint(void)
 void coord_poll(void)
 {
 	if (LOAD(SH.stop)) {
+		/* Not while a passive-target epoch has work open (windows.h):
+		 * looked at again at the next MPI call. */
+		if (windows_hold_stop())
+			return;
 		take_checkpoint();
 		return;
 	}

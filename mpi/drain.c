@@ -7,6 +7,7 @@
 
 #include "collective_counts.h"
 #include "drain.h"
+#include "windows.h"
 #include "log.h"
 #include "requests.h"
 #include "trigger.h"
@@ -352,6 +353,8 @@ bool drain_and_checkpoint(struct session *s, coord_take_fn take)
 		PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, s->comm);
 		ret = ok ? 0 : -EIO;
 	}
+	if (!ret)
+		ret = windows_settle(s->comm); /* says why itself */
 	if (!ret) {
 		say_drained(s, s->next_id);
 		traffic_reset();
@@ -360,10 +363,11 @@ bool drain_and_checkpoint(struct session *s, coord_take_fn take)
 		 * checkpoint returns, whether it committed, failed or resumed a
 		 * restarted process. */
 		ret = take(s);
+		windows_checkpointed(s->comm);
 		if (ret == CHECKPOINT_RESUMED)
 			return true;
 	} else {
-		if (s->rank == 0)
+		if (s->rank == 0 && ret != -EBUSY)
 			pr_warn("checkpoint skipped: %s",
 				ret == -ESTALE ? "a message in flight was sent on a communicator "
 						 "its sender has freed"

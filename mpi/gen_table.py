@@ -14,6 +14,7 @@ HANDLES = {
     "MPI_Errhandler": "VH_ERRHANDLER",
     "MPI_Info": "VH_INFO",
     "MPI_File": "VH_FILE",
+    "MPI_Win": "VH_WIN",
 }
 NULLS = {
     "VH_COMM": "MPI_COMM_NULL",
@@ -24,6 +25,7 @@ NULLS = {
     "VH_ERRHANDLER": "MPI_ERRHANDLER_NULL",
     "VH_INFO": "MPI_INFO_NULL",
     "VH_FILE": "MPI_FILE_NULL",
+    "VH_WIN": "MPI_WIN_NULL",
 }
 KINDS = {
     "safe", "collective", "icollective", "send", "isend", "recv", "irecv",

@@ -76,6 +76,8 @@ void *vh_null(enum vh_kind k)
 		return MPI_INFO_NULL;
 	case VH_FILE:
 		return MPI_FILE_NULL;
+	case VH_WIN:
+		return MPI_WIN_NULL;
 	default:
 		return NULL;
 	}
@@ -100,6 +102,8 @@ void *vh_real_f2c(enum vh_kind k, MPI_Fint f)
 		return PMPI_Info_f2c(f);
 	case VH_FILE:
 		return PMPI_File_f2c(f);
+	case VH_WIN:
+		return PMPI_Win_f2c(f);
 	default:
 		return (void *)(intptr_t)f;
 	}
@@ -124,6 +128,8 @@ MPI_Fint vh_real_c2f(enum vh_kind k, void *real)
 		return PMPI_Info_c2f(real);
 	case VH_FILE:
 		return PMPI_File_c2f(real);
+	case VH_WIN:
+		return PMPI_Win_c2f(real);
 	default:
 		return (MPI_Fint)(intptr_t)real;
 	}

@@ -36,6 +36,7 @@ enum vh_kind {
 	VH_INFO,
 	VH_KEYVAL,
 	VH_FILE,
+	VH_WIN,
 	VH_NKINDS
 };
 

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "memory.h"
 #include "mpiio.h"
+#include "windows.h"
 #include "part.h"
 #include "record.h"
 #include "requests.h"
@@ -92,6 +93,12 @@ int mpi_section_save(void **data, size_t *len, struct why *why)
 	if (ret) {
 		why_set(why, ret, "cannot record the state of open MPI files: %s",
 			ret == -ENOENT ? "one was deleted" : strerror(-ret));
+		goto out;
+	}
+	/* Windows: their records get their epochs, names, regions. */
+	ret = windows_refresh();
+	if (ret) {
+		why_set(why, ret, "cannot record the state of MPI windows: %s", strerror(-ret));
 		goto out;
 	}
 	recbuf_put(&b, &h, sizeof(h));
@@ -196,6 +203,8 @@ static int replay_one(struct mpi_record *rec, void **real, uint32_t *flags, stru
 		return mpi_replay_call(rec, real, flags);
 	case VH_FILE:
 		return mpiio_replay(rec, (MPI_File *)real, why);
+	case VH_WIN:
+		return windows_replay(rec, (MPI_Win *)real, why);
 	default:
 		return -EBADMSG;
 	}
@@ -339,6 +348,8 @@ int mpi_section_replay(const void *data, size_t len, struct why *why)
 	/* Before the program's freed datatypes are freed again: views need them. */
 	if (!ret)
 		ret = mpiio_apply(why);
+	if (!ret)
+		ret = windows_apply(why);
 	if (!ret) {
 		ret = mpi_req_load(&r);
 		if (!ret)

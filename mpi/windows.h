@@ -1,0 +1,79 @@
+/* One-sided communication: windows as virtual handles, recorded and made
+ * again by a restart over the same memory, and the epochs that decide where
+ * a checkpoint may be taken.
+ *
+ * Memory: MPI_Win_create's and MPI_Win_attach's is the program's own (saved
+ * with it, at the same address); MPI_Win_allocate's is served from the
+ * arena and the window made over it with MPI_Win_create, so a restart makes
+ * it the same way (MPI_WIN_CREATE_FLAVOR then says "create").
+ *
+ * Epochs: a checkpoint needs every RMA operation complete at its origin and
+ * its target. Fences are collectives counted on a communicator of stasis's
+ * (coord.h), so no rank is inside one when all stop; operations issued
+ * since the last fence are completed by a fence of stasis's in the drain
+ * (windows_settle), which a program may always meet (an extra fence only
+ * completes operations early). A passive-target epoch (MPI_Win_lock, or
+ * MPI_Win_lock_all with operations not yet flushed by MPI_Win_flush_all)
+ * cannot be closed for the program: a rank with one open does not stop at
+ * its MPI calls (windows_hold_stop) until it ends, for at most
+ * WINDOWS_HOLD_SECONDS; past that it takes part and the checkpoint is
+ * skipped, rank 0 saying why. A lock_all with nothing unflushed is made
+ * again by the restart.
+ *
+ * Refused, named: MPI_Win_allocate_shared (its memory is one mapping
+ * shared by the ranks of a node: saved by each rank, it would come back as
+ * private copies), post/start/complete/wait (a rank that stopped before its
+ * MPI_Win_post holds up an origin inside MPI_Win_complete, where it cannot
+ * stop: a hang), windows made through the Fortran bindings, attributes
+ * cached on windows. */
+#ifndef STASIS_MPI_WINDOWS_H
+#define STASIS_MPI_WINDOWS_H
+
+#include <mpi.h>
+#include <stdbool.h>
+
+#include "record.h"
+#include "why.h"
+
+#define WINDOWS_HOLD_SECONDS 10
+
+/* The communicator of stasis's that counts v's fences. */
+MPI_Comm windows_comm(MPI_Win v);
+
+/* Hooks of the generated wrappers (calls.def): an RMA operation is about
+ * to be issued on v; a synchronisation call on v succeeded. */
+void windows_op(MPI_Win v);
+void windows_fenced(MPI_Win v, int assert_, int unused);
+void windows_locked(MPI_Win v, int unused1, int unused2);
+void windows_unlocked(MPI_Win v, int unused1, int unused2);
+void windows_locked_all(MPI_Win v, int unused1, int unused2);
+void windows_unlocked_all(MPI_Win v, int unused1, int unused2);
+void windows_flushed_all(MPI_Win v, int unused1, int unused2);
+void windows_attached(MPI_Win v, void *base, MPI_Aint size);
+void windows_detached(MPI_Win v, const void *base, int unused);
+
+/* For the coordinator (coord.h), where a rank would stop: true while a
+ * passive-target epoch with work MPI has not completed is open on one of
+ * this rank's windows and it has waited less than WINDOWS_HOLD_SECONDS
+ * (said at STASIS_VERBOSE=1). */
+bool windows_hold_stop(void);
+
+/* In the drain, every rank together: fence the windows in a fence epoch;
+ * 0 when no rank has an epoch open that a checkpoint cannot hold, else
+ * -EBUSY (rank 0 has said which). Collective over comm. */
+int windows_settle(MPI_Comm comm);
+
+/* After a checkpoint was taken (or resumed), every rank together: under
+ * the mprotect backend, window memory other ranks write is made writable
+ * again before any rank goes on. Collective over comm. */
+void windows_checkpointed(MPI_Comm comm);
+
+/* A checkpoint: each window's record gets its epoch, name, error handler
+ * and attached regions. */
+int windows_refresh(void);
+/* Replay: make the window of rec (collective over its members), then,
+ * once every object is made, its state (windows_apply). */
+int windows_replay(struct mpi_record *rec, MPI_Win *real, struct why *why);
+int windows_apply(struct why *why);
+
+#endif

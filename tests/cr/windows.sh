@@ -1,0 +1,49 @@
+#!/bin/bash
+# windows.sh MODE: tests/apps/windows --MODE (one-sided communication, one
+# mode per window kind and synchronisation: windows.c). Run uninterrupted,
+# run under stasis-run, SIGKILL the job after two committed checkpoints,
+# restart it: the restarted run must resume from the newest checkpoint and
+# print what the uninterrupted run printed.
+#   long:   at STASIS_VERBOSE=1 the run must also say that a checkpoint
+#           waited for a passive-target epoch to end (one was asked for
+#           inside the lock the program holds most of the time).
+#   shared: MPI_Win_allocate_shared is refused: a warning naming it, no
+#           checkpoint committed, the uninterrupted run's output.
+set -euo pipefail
+# shellcheck source=../lib/cr.sh
+source "$(dirname "$0")/../lib/cr.sh"
+
+mode=${1:?usage: windows.sh MODE}
+cr_setup
+# Iterations near the 4 s cr_reference wants on 2 cores (it grows them
+# when short): fewer reference runs.
+declare -A iters=([lock]=12000 [dynamic]=15000 [long]=1000)
+cr_app windows "--$mode" 4000 "${iters[$mode]:-4000}"
+cr_reference
+
+if [[ $mode == shared ]]; then
+	cr_run_wait run
+	cr_expect_status run 0
+	cr_expect_same run
+	cr_expect_line run "MPI_Win_allocate_shared" "the warning naming MPI_Win_allocate_shared"
+	(($(cr_commits run) == 0)) || cr_fail "a checkpoint was committed with a shared-memory window"
+	cr_pass "windows --shared: refused by name, no checkpoint, same output"
+	exit 0
+fi
+
+[[ $mode == long ]] && export STASIS_VERBOSE=1
+cr_run run
+cr_wait_commits run 2
+cr_kill run
+newest=$(cr_newest_complete)
+[[ -n $newest ]] || cr_fail "no complete checkpoint on disk after two commits"
+if [[ $mode == long ]]; then
+	cr_expect_line run "checkpoint waits for a passive-target epoch to end" \
+		"a checkpoint held until the passive-target phase ended"
+fi
+
+cr_restart restart
+cr_expect_status restart 0
+cr_expect_line restart "resumed from checkpoint $newest\\b" "restart resumed from the newest complete checkpoint ($newest)"
+cr_expect_same restart
+cr_pass "windows --$mode: killed after 2 checkpoints, restarted from $newest, same output"
