@@ -103,8 +103,11 @@ static int restore(int gid, int mid, void *target, int max_count, int ts, Fenix_
 		return code;
 	struct why why = WHY_INIT;
 	int ret = recover(g, &why);
+	int r0 = ret;
+	MPI_Bcast(&r0, 1, MPI_INT, 0, g->comm);
 	if (fx_agree(g->comm, ret ? -1 : 0)) {
-		if (ret && why.rank <= 0)
+		/* One line: rank 0's (a set's failure is agreed, the same on all). */
+		if (ret && (g->rank == 0 || !r0))
 			fx_say(0, "restore of group %d: %s", gid, why.msg);
 		return FENIX_ERROR_NODATA_FOUND;
 	}

@@ -34,6 +34,17 @@ int main(int argc, char **argv)
 	int scheme = !strcmp(argv[5], "partner") ? 0 : !strcmp(argv[5], "xor") ? 1 : 2;
 	pol[0] = scheme, pol[1] = size, pol[2] = 2;
 	Fenix_Data_group_create(7, comm, 0, 1, FENIX_DATA_POLICY_STASIS, pol, &flag);
+	/* The harness kills a rank from outside: it reads the pids here. */
+	const char *pd = getenv("FX_PID_DIR");
+	if (pd) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/pid.%d", pd, rank);
+		FILE *f = fopen(path, "w");
+		if (f) {
+			fprintf(f, "%d\n", (int)getpid());
+			fclose(f);
+		}
+	}
 	double *v = malloc(sizeof(double) * (size_t)n), *in = malloc(sizeof(double) * (size_t)n);
 	int step = 0;
 	Fenix_Data_member_create(7, 1, v, n, MPI_DOUBLE);
@@ -43,6 +54,8 @@ int main(int argc, char **argv)
 			v[i] = rank * 0.5 + i * 1e-3;
 	} else {
 		int r1 = Fenix_Data_member_restore(7, 1, v, n, FENIX_DATA_SNAPSHOT_LATEST, NULL);
+		if (r1)
+			return 1;
 		int r2 = Fenix_Data_member_restore(7, 2, &step, 1, FENIX_DATA_SNAPSHOT_LATEST, NULL);
 		printf("rank %d restored step %d (%d %d)\n", rank, step, r1, r2);
 		if (r1 || r2)
@@ -56,6 +69,10 @@ int main(int argc, char **argv)
 		step++;
 		Fenix_Data_member_store(7, FENIX_DATA_MEMBER_ALL, FENIX_DATA_SUBSET_FULL);
 		Fenix_Data_commit_barrier(7, NULL);
+		if (rank == 0 && pd) {
+			printf("committed %d\n", step);
+			fflush(stdout);
+		}
 		if (role == FENIX_ROLE_INITIAL_RANK && rank == kill_rank && step == kill_step)
 			raise(SIGKILL);
 	}
