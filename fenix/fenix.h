@@ -10,6 +10,14 @@
 #define STASIS_FENIX_H
 
 #include <mpi.h>
+/* What the reference's fenix.h brings along, and its examples rely on. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -120,8 +128,8 @@ int Fenix_check_cancelled(MPI_Request *request, MPI_Status *status);
 int Fenix_Finalize(void);
 
 /* ---- data recovery ---- */
-#define FENIX_NARG_(_1, _2, _3, _4, _5, _6, _7, _8, _9, N, ...) N
-#define FENIX_NARG(...) FENIX_NARG_(__VA_ARGS__, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define FENIX_NARG_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, N, ...) N
+#define FENIX_NARG(...) FENIX_NARG_(__VA_ARGS__, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define FENIX_CAT_(a, b) a##b
 #define FENIX_CAT(a, b) FENIX_CAT_(a, b)
 #define FENIX_DISPATCH(name, ...) FENIX_CAT(name##_, FENIX_NARG(__VA_ARGS__))(__VA_ARGS__)
@@ -130,6 +138,11 @@ int Fenix_Data_group_create_4(int gid, MPI_Comm comm, int start_ts, int depth);
 int Fenix_Data_group_create_7(int gid, MPI_Comm comm, int start_ts, int depth, int policy_name,
 			      void *policy_value, int *flag);
 #define Fenix_Data_group_create(...) FENIX_DISPATCH(Fenix_Data_group_create, __VA_ARGS__)
+/* A policy given as a compound literal, (int[]){1, n/2} as the reference's
+ * examples do, reaches the macro as 2 or 3 arguments: joined again here. */
+#define Fenix_Data_group_create_8(g, c, t, d, p, v1, v2, f) Fenix_Data_group_create_7(g, c, t, d, p, v1, v2, f)
+#define Fenix_Data_group_create_9(g, c, t, d, p, v1, v2, v3, f)                                    \
+	Fenix_Data_group_create_7(g, c, t, d, p, v1, v2, v3, f)
 int Fenix_Data_group_delete(int gid);
 int Fenix_Data_member_create(int gid, int mid, void *buf, int count, MPI_Datatype dt);
 int Fenix_Data_member_delete(int gid, int mid);

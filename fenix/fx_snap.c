@@ -143,18 +143,22 @@ int fx_write_dat(struct fx_group *g, int ts, struct why *why)
 {
 	char path[4400];
 	fx_name(path, sizeof(path), g->gid, ts, g->rank, "dat");
-	int nsec = 0;
-	for (int i = 0; i < g->nm; i++)
-		nsec += g->m[i].stage != NULL;
-	int nparts = 1 + 3 * nsec, k = 0, ret = 0;
+	int nsec = 0, nparts = 1, k = 0, ret = 0;
+	/* A member with nothing stored since the last commit has no section. */
+	for (int i = 0; i < g->nm; i++) {
+		int nb = g->m[i].stage ? mask_blocks(g->m[i].mask, g->m[i].stage_count, NULL) : 0;
+		nsec += nb > 0;
+		nparts += nb > 0 ? 2 + nb : 0;
+	}
+	/* The data goes to the file straight from the staging copy, block by
+	 * block: no second copy of what may be most of memory. */
 	struct iovec_part *parts = calloc((size_t)nparts, sizeof(*parts));
 	struct dat_sec *secs = calloc((size_t)nsec + 1, sizeof(*secs));
 	int32_t **blks = calloc((size_t)nsec + 1, sizeof(*blks));
-	unsigned char **datas = calloc((size_t)nsec + 1, sizeof(*datas));
 	struct dat_hdr h = {.version = 1, .gid = (uint32_t)g->gid, .ts = (uint32_t)ts,
 			    .slot = (uint32_t)g->rank, .size = (uint32_t)g->size,
 			    .nm = (uint32_t)nsec};
-	if (!parts || !secs || !blks || !datas) {
+	if (!parts || !secs || !blks) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -163,9 +167,9 @@ int fx_write_dat(struct fx_group *g, int ts, struct why *why)
 	parts[k++] = (struct iovec_part){&h, sizeof(h)};
 	for (int i = 0, s = 0; i < g->nm; i++) {
 		struct fx_member *m = &g->m[i];
-		if (!m->stage)
+		int nb = m->stage ? mask_blocks(m->mask, m->stage_count, NULL) : 0;
+		if (!nb)
 			continue;
-		int nb = mask_blocks(m->mask, m->stage_count, NULL);
 		blks[s] = malloc(sizeof(int32_t) * 2 * (size_t)(nb ? nb : 1));
 		if (!blks[s]) {
 			ret = -ENOMEM;
@@ -175,42 +179,32 @@ int fx_write_dat(struct fx_group *g, int ts, struct why *why)
 		size_t bytes = 0;
 		for (int b = 0; b < nb; b++)
 			bytes += (size_t)(blks[s][2 * b + 1] - blks[s][2 * b] + 1) * (size_t)m->dtsize;
-		datas[s] = malloc(bytes ? bytes : 1);
-		if (!datas[s]) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		size_t at = 0;
-		for (int b = 0; b < nb; b++) {
-			size_t len = (size_t)(blks[s][2 * b + 1] - blks[s][2 * b] + 1) * (size_t)m->dtsize;
-			memcpy(datas[s] + at, m->stage + (size_t)blks[s][2 * b] * (size_t)m->dtsize, len);
-			at += len;
-		}
 		secs[s] = (struct dat_sec){.mid = (uint32_t)m->mid, .dtsize = (uint32_t)m->dtsize,
 					   .count = (uint32_t)m->stage_count, .nblocks = (uint32_t)nb,
 					   .bytes = bytes};
 		uint64_t c = crc64_ecma_refl(0, (const unsigned char *)&secs[s], sizeof(secs[s]));
 		c = crc64_ecma_refl(c, (const unsigned char *)blks[s], sizeof(int32_t) * 2 * (size_t)nb);
-		secs[s].crc = crc64_ecma_refl(c, datas[s], bytes);
 		parts[k++] = (struct iovec_part){&secs[s], sizeof(secs[s])};
 		parts[k++] = (struct iovec_part){blks[s], sizeof(int32_t) * 2 * (size_t)nb};
-		parts[k++] = (struct iovec_part){datas[s], bytes};
+		for (int b = 0; b < nb; b++) {
+			size_t len = (size_t)(blks[s][2 * b + 1] - blks[s][2 * b] + 1) * (size_t)m->dtsize;
+			const unsigned char *p = m->stage + (size_t)blks[s][2 * b] * (size_t)m->dtsize;
+			c = crc64_ecma_refl(c, p, len);
+			parts[k++] = (struct iovec_part){p, len};
+		}
+		secs[s].crc = c;
 		s++;
 	}
 	ret = write_file(path, parts, k);
 	if (ret)
 		why_set(why, ret, "fenix: cannot write %s: %s", path, strerror(-ret));
 out:
-	for (int s = 0; s < nsec; s++) {
+	for (int s = 0; s < nsec; s++)
 		if (blks)
 			free(blks[s]);
-		if (datas)
-			free(datas[s]);
-	}
 	free(parts);
 	free(secs);
 	free(blks);
-	free(datas);
 	if (ret == -ENOMEM)
 		why_set(why, ret, "fenix: out of memory writing snapshot %d", ts);
 	return ret;

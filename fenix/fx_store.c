@@ -148,11 +148,11 @@ static int commit(struct fx_group *g, int *ts)
 	g->next_ts++;
 	g->frozen = true;
 	g->staged = false;
-	for (int i = 0; i < g->nm; i++) {
-		free(g->m[i].stage);
-		free(g->m[i].mask);
-		g->m[i].stage = g->m[i].mask = NULL;
-	}
+	/* The staging copy is kept for the next store (its pages stay
+	 * mapped); only what is marked stored is written. */
+	for (int i = 0; i < g->nm; i++)
+		if (g->m[i].mask)
+			memset(g->m[i].mask, 0, (size_t)g->m[i].stage_count);
 	return FENIX_SUCCESS;
 }
 
