@@ -6,7 +6,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "fenix_int.h"
 
@@ -45,13 +44,14 @@ static int recover(struct fx_group *g, struct why *why)
 		 * missing on ranks whose directory is intact were never
 		 * committed there (a kill before commit): no rebuild for them,
 		 * barrier removes such snapshots. */
+		/* A rank lost its files when it has no snapshot of the group at
+		 * all: one that merely pruned an old snapshot another rank
+		 * kept (a kill between their prunes) has newer ones. */
 		bool have = fx_dat_ok(g->gid, ts[j], g->rank);
-		char red[4400];
-		fx_name(red, sizeof(red), g->gid, ts[j], g->rank, "red");
-		bool lost = !have && access(red, F_OK) != 0;
+		bool lost = n == 0;
 		int nlost, l = lost;
 		MPI_Allreduce(&l, &nlost, 1, MPI_INT, MPI_SUM, g->comm);
-		if (!nlost || cnt[j] + nlost != g->size)
+		if (!nlost || nlost == g->size || cnt[j] + nlost != g->size)
 			continue;
 		if (!g->set && (ret = fx_set(g, why)))
 			break;

@@ -55,15 +55,18 @@ ring)
 	echo "ok: $s: rebuilt, restored, same checksums as the uninterrupted run"
 	;;
 kill-random)
-	args=(30 524288 -1 0 xor)
+	args=(40 524288 -1 0 xor)
 	run ref ref -- "$B/tests/fenix/fx_ring" "${args[@]}" || fail "reference run"
 	mkdir -m 700 "$T/pids"
 	setsid timeout -k 5 90 mpirun --oversubscribe -np 4 -x STASIS_DIR="$T/k/%r" -x STASIS_JOB=fx \
 		-x FX_PID_DIR="$T/pids" "$B/tests/fenix/fx_ring" "${args[@]}" >"$T/k1.out" 2>&1 &
 	job=$!
-	for _ in $(seq 300); do grep -q '^committed 2$' "$T/k1.out" 2>/dev/null && break; sleep 0.1; done
-	grep -q '^committed 2$' "$T/k1.out" || { kill -9 -- -$job 2>/dev/null; fail "no commit"; }
-	sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
+	# After a random commit (2..30), a random 0-99 ms on: mostly inside
+	# the store or the commit_barrier of the next step.
+	k=$((2 + RANDOM % 29))
+	for _ in $(seq 600); do grep -q "^committed $k\$" "$T/k1.out" 2>/dev/null && break; sleep 0.02; done
+	grep -q "^committed $k\$" "$T/k1.out" || { kill -9 -- -$job 2>/dev/null; fail "no commit $k"; }
+	sleep "0.0$((RANDOM % 10))"
 	victim=$((RANDOM % 4))
 	kill -9 "$(cat "$T/pids/pid.$victim")" || true
 	wait $job || true
