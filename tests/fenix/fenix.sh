@@ -98,5 +98,24 @@ lost-two)
 		echo "ok: rs rebuilt two lost members, same checksums"
 	fi
 	;;
+installed)
+	# meson install gives libfenix.so.1 (Fenix_* only), fenix.h and fenix.pc,
+	# and a Fenix program builds with pkg-config from the staged tree.
+	meson install -C "$B" --destdir "$T/stage" --no-rebuild --quiet >"$T/install.out" 2>&1 ||
+		fail "meson install"
+	lib=$(find "$T/stage" -name libfenix.so.1 | head -1)
+	pc=$(find "$T/stage" -name fenix.pc | head -1)
+	hdr=$(find "$T/stage" -name fenix.h | head -1)
+	[ -n "$lib" ] && [ -n "$pc" ] && [ -n "$hdr" ] || fail "installed: lib '$lib' pc '$pc' header '$hdr'"
+	objdump -p "$lib" | grep -q 'SONAME *libfenix.so.1$' || fail "SONAME"
+	other=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^Fenix_\|^FENIX_' || true)
+	[ -z "$other" ] || fail "libfenix.so exports more than Fenix_*: $other"
+	prefix=$(sed -n 's/^prefix=//p' "$pc")
+	export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$T/stage
+	flags=$(pkg-config --cflags --libs fenix) || fail "pkg-config fenix"
+	mpicc "$(dirname "$0")/fx_errors.c" $flags -o "$T/fx_errors" >"$T/cc.out" 2>&1 ||
+		fail "building against the installed fenix.h: $(head -3 "$T/cc.out")"
+	echo "ok: installed $lib, $hdr, $pc (prefix $prefix); a Fenix program builds with pkg-config"
+	;;
 *) fail "unknown case $1" ;;
 esac
