@@ -98,6 +98,19 @@ lost-two)
 		echo "ok: rs rebuilt two lost members, same checksums"
 	fi
 	;;
+shrink)
+	# Stored by 4 ranks, read by 3: restore refused on every rank with the
+	# same code, restore_from_rank gives ranks 0-2 their data bit for bit.
+	run ref ref -- "$B/tests/fenix/fx_ring" 8 3000 -1 0 xor || fail "reference run"
+	timeout -k 5 90 mpirun --oversubscribe -np 3 -x STASIS_DIR="$T/ref/%r" -x STASIS_JOB=fx \
+		-x STASIS_FENIX_EPOCH=1 -x FX_SHRUNK=1 "$B/tests/fenix/fx_ring" 8 3000 -1 0 xor \
+		>"$T/s.out" 2>&1 || fail "shrunk relaunch"
+	[ "$(grep -c 'shrunk: restore -14, restore_from_rank 0$' "$T/s.out")" = 3 ] ||
+		fail "restore not refused / restore_from_rank failed"
+	[ "$(grep -c 'stored by 4 ranks, restored by 3' "$T/s.out")" = 1 ] || fail "no one-line refusal"
+	[ "$(sums ref | grep -v 'rank 3 ')" = "$(sums s)" ] || fail "restore_from_rank data differ"
+	echo "ok: restore refused after a shrink, restore_from_rank bit for bit"
+	;;
 installed)
 	# meson install gives libfenix.so.1 (Fenix_* only), fenix.h and fenix.pc,
 	# and a Fenix program builds with pkg-config from the staged tree.

@@ -52,6 +52,14 @@ int main(int argc, char **argv)
 	if (role == FENIX_ROLE_INITIAL_RANK) {
 		for (int i = 0; i < n; i++)
 			v[i] = rank * 0.5 + i * 1e-3;
+	} else if (getenv("FX_SHRUNK")) {
+		/* Launched again on fewer ranks than stored: restore is refused
+		 * on every rank, restore_from_rank gives each its old data. */
+		int r0 = Fenix_Data_member_restore(7, 1, v, n, FENIX_DATA_SNAPSHOT_LATEST, NULL);
+		int r1 = Fenix_Data_member_restore_from_rank(7, 1, v, n, FENIX_DATA_SNAPSHOT_LATEST, NULL,
+							     rank);
+		printf("rank %d shrunk: restore %d, restore_from_rank %d\n", rank, r0, r1);
+		step = steps;
 	} else {
 		int r1 = Fenix_Data_member_restore(7, 1, v, n, FENIX_DATA_SNAPSHOT_LATEST, NULL);
 		if (r1)
