@@ -40,23 +40,25 @@ static int recover(struct fx_group *g, struct why *why)
 	free(all);
 	int ret = 0;
 	for (int j = 0; j < nts && !ret; j++) {
-		/* Missing on some ranks but committed by at least one. Those
-		 * missing on ranks whose directory is intact were never
-		 * committed there (a kill before commit): no rebuild for them,
-		 * barrier removes such snapshots. */
-		/* A rank lost its files when it has no snapshot of the group at
-		 * all: one that merely pruned an old snapshot another rank
-		 * kept (a kill between their prunes) has newer ones. */
-		bool have = fx_dat_ok(g->gid, ts[j], g->rank);
-		bool lost = n == 0;
-		int nlost, l = lost;
-		MPI_Allreduce(&l, &nlost, 1, MPI_INT, MPI_SUM, g->comm);
-		if (!nlost || nlost == g->size || cnt[j] + nlost != g->size)
+		/* Per rank: intact (its record and a .dat whose crcs hold), to
+		 * rebuild (its directory is gone: no snapshot of the group at
+		 * all; or its record is there but the .dat is missing or
+		 * damaged), or pruned (it removed this old snapshot another rank
+		 * kept, killed between their prunes: nothing to rebuild, barrier
+		 * drops it). */
+		bool mine_done = false;
+		for (int k = 0; k < n; k++)
+			mine_done |= mine[k] == ts[j];
+		bool have = mine_done && fx_dat_ok(g->gid, ts[j], g->rank);
+		int st[2] = {n == 0 || (mine_done && !have), n > 0 && !mine_done}, sum[2];
+		MPI_Allreduce(st, sum, 2, MPI_INT, MPI_SUM, g->comm);
+		if (!sum[0] || sum[1] || sum[0] == g->size)
 			continue;
+		bool lost = st[0];
 		if (!g->set && (ret = fx_set(g, why)))
 			break;
 		ret = fx_rebuild(g, ts[j], have, why);
-		if (!ret && lost)
+		if (!ret && lost && !mine_done)
 			ret = fx_write_done(g, ts[j], why);
 	}
 	return ret;

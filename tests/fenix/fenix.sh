@@ -3,7 +3,9 @@
 # real mpirun, compared with an uninterrupted run. Cases:
 #   errors        fx_errors (FENIX.md 5.6 and the spec's 3.5 example), np 4
 #   ring SCHEME   fx_ring: a rank SIGKILLs itself after step 4, its node
-#                 directory is deleted, the job is launched again
+#                 directory is deleted, a byte of another rank's newest
+#                 snapshot is spoilt (not with xor, which survives one
+#                 loss), the job is launched again
 #                 (STASIS_FENIX_EPOCH=1) and restores through SCHEME; the
 #                 checksums equal the uninterrupted run's
 #   kill-random   a rank SIGKILLed from outside at a random moment (mostly
@@ -45,6 +47,13 @@ ring)
 	[ $rc -ne 0 ] || fail "the first launch was not killed"
 	[ -d "$T/k/1/fx/fenix" ] || fail "no files of rank 1"
 	rm -rf "$T/k/1"
+	# and, where the scheme survives two losses in the set (partner: each
+	# copy is elsewhere; rs k 2), one byte of rank 2's newest snapshot
+	# spoilt: its crc64 catches it, and it is rebuilt too
+	if [ "$s" != xor ]; then
+		f=$(ls "$T"/k/2/fx/fenix/g7-t*.c2.dat | sort -V | tail -1)
+		printf '\xff' | dd of="$f" bs=1 seek=200 conv=notrunc status=none
+	fi
 	run k k2 STASIS_FENIX_EPOCH=1 -- "$B/tests/fenix/fx_ring" "${args[@]}" || fail "relaunch"
 	grep -q "rank 1 restored step 4 (0 0)" "$T/k2.out" || fail "rank 1 did not restore step 4"
 	[ "$(sums ref)" = "$(sums k2)" ] || fail "checksums differ from the uninterrupted run"
