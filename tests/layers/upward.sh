@@ -11,7 +11,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 copy() {
 	rm -rf "$tmp/t" && mkdir -p "$tmp/t/tools" &&
 		cp "$src/meson.build" "$tmp/t/" &&
-		cp -r "$src"/{util,format,redundancy,alloc,session,memory,process,mpi,engine,preload} "$tmp/t/" &&
+		cp -r "$src"/{util,format,redundancy,fenix,alloc,session,memory,process,mpi,engine,preload} "$tmp/t/" &&
 		cp -r "$src/tools/inspect" "$tmp/t/tools/"
 }
 check() { python3 "$src/tools/check_layers.py" "$tmp/t" >"$tmp/out" 2>&1; }
@@ -29,7 +29,11 @@ check && fail "an include of mpi/ from process/ passed"
 copy && cp "$tmp/t/util/log.h" "$tmp/t/engine/log.h"
 check && fail "a header name in two layers passed"
 
+copy && echo '#include "fenix_int.h"' >>"$tmp/t/engine/start.c"
+check && fail "a layer above fenix/ including it passed"
+grep -q 'engine/start.c:.*fenix_int.h of fenix/' "$tmp/out" || { cat "$tmp/out"; fail "fenix include not named"; }
+
 copy && echo '#include "session.h"' >>"$tmp/t/tools/inspect/json.c"
 check && fail "stasis-inspect including the session layer passed"
 
-echo "PASS: upward includes, duplicate headers and inspect's reach are refused"
+echo "PASS: upward includes, includes of the leaf fenix/, duplicate headers and inspect's reach are refused"

@@ -1,0 +1,66 @@
+/* Fenix store + commit_barrier of N MiB per rank, beside a plain memcpy
+ * and a plain MPI_Sendrecv (to the next rank) of the same bytes, in the
+ * same run. Usage: mpirun -np P fenix_perf MIB SCHEME(partner|xor|rs) REPS
+ * with STASIS_DIR naming where the snapshots go (/dev/shm/... or disk).
+ * Prints MB/s per rank and the ratio of Fenix to the slower of the two. */
+#include <fenix.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double best(double a, double b)
+{
+	return a < b ? a : b;
+}
+
+int main(int argc, char **argv)
+{
+	MPI_Init(&argc, &argv);
+	if (argc < 4) {
+		fprintf(stderr, "usage: fenix_perf MIB SCHEME REPS\n");
+		return 2;
+	}
+	size_t bytes = (size_t)atoi(argv[1]) << 20;
+	int reps = atoi(argv[3]), role, err, rank, size, flag;
+	MPI_Comm comm;
+	Fenix_Init(&role, MPI_COMM_WORLD, &comm, &argc, &argv, 0, 0, MPI_INFO_NULL, &err);
+	MPI_Comm_rank(comm, &rank);
+	MPI_Comm_size(comm, &size);
+	char *a = malloc(bytes), *b = malloc(bytes);
+	for (size_t i = 0; i < bytes; i++)
+		a[i] = (char)(i * 131 + (size_t)rank);
+	memset(b, 0, bytes);
+	int pol[3] = {!strcmp(argv[2], "partner") ? 0 : !strcmp(argv[2], "xor") ? 1 : 2, size, 2};
+	Fenix_Data_group_create(1, comm, 0, 0, FENIX_DATA_POLICY_STASIS, pol, &flag);
+	Fenix_Data_member_create(1, 0, a, (int)(bytes / 8), MPI_DOUBLE);
+	double t_copy = 1e30, t_mpi = 1e30, t_fx = 1e30;
+	for (int r = 0; r < reps; r++) {
+		MPI_Barrier(comm);
+		double t0 = MPI_Wtime();
+		memcpy(b, a, bytes);
+		MPI_Barrier(comm);
+		double t1 = MPI_Wtime();
+		MPI_Sendrecv(a, (int)(bytes / 8), MPI_DOUBLE, (rank + 1) % size, 0, b, (int)(bytes / 8),
+			     MPI_DOUBLE, (rank + size - 1) % size, 0, comm, MPI_STATUS_IGNORE);
+		MPI_Barrier(comm);
+		double t2 = MPI_Wtime();
+		Fenix_Data_member_store(1, 0, FENIX_DATA_SUBSET_FULL);
+		Fenix_Data_commit_barrier(1, NULL);
+		double t3 = MPI_Wtime();
+		t_copy = best(t_copy, t1 - t0);
+		t_mpi = best(t_mpi, t2 - t1);
+		t_fx = best(t_fx, t3 - t2);
+	}
+	if (rank == 0) {
+		double mb = (double)bytes / 1e6;
+		printf("fenix_perf: %d ranks, %zu MiB per rank, %s, best of %d\n", size, bytes >> 20,
+		       argv[2], reps);
+		printf("  memcpy          %8.1f MB/s per rank\n", mb / t_copy);
+		printf("  MPI_Sendrecv    %8.1f MB/s per rank\n", mb / t_mpi);
+		printf("  store+commit_b  %8.1f MB/s per rank  (%.2f of the slower of the two)\n",
+		       mb / t_fx, best(mb / t_copy, mb / t_mpi) > 0 ? (mb / t_fx) / best(mb / t_copy, mb / t_mpi) : 0);
+	}
+	Fenix_Finalize();
+	MPI_Finalize();
+	return 0;
+}

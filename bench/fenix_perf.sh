@@ -1,0 +1,19 @@
+#!/bin/bash
+# fenix_perf (bench/fenix_perf.c) with partner and xor, to /dev/shm and to
+# disk (TMPDIR or /var/tmp). FENIX_PERF_MIB (default 256) per rank,
+# FENIX_PERF_NP ranks (default 8), FENIX_PERF_REPS (default 3).
+set -euo pipefail
+B=${1:?build directory}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mib=${FENIX_PERF_MIB:-256} np=${FENIX_PERF_NP:-8} reps=${FENIX_PERF_REPS:-3}
+for where in /dev/shm "${TMPDIR:-/var/tmp}"; do
+	d=$(mktemp -d "$where/stasis-fenix-perf.XXXXXX")
+	chmod 700 "$d"
+	for s in partner xor; do
+		echo "== $s to $where"
+		mpirun --oversubscribe -np "$np" -x STASIS_DIR="$d/%r" -x STASIS_JOB=perf \
+			"$B/bench/fenix_perf" "$mib" "$s" "$reps"
+		rm -rf "${d:?}"/*
+	done
+	rm -rf "$d"
+done

@@ -1,0 +1,99 @@
+/* The inside of stasis's Fenix (fenix.h): the state of the process, its
+ * groups and members, and the snapshot files.
+ *
+ * Files, in <STASIS_DIR expanded>/<job key>/fenix/ (0700; files 0600):
+ *   g<gid>.meta              the group's frozen policy (written at first store)
+ *   g<gid>-t<ts>.c<slot>.dat the data <slot> (rank in the group comm at store
+ *                            time) stored for snapshot ts: a header, then one
+ *                            section per member (its stored blocks and bytes),
+ *                            crc64 each (crc64_ecma_refl)
+ *   g<gid>-t<ts>.c<slot>.red its redundancy file (redundancy/), written inside
+ *                            store, which is collective
+ *   g<gid>-t<ts>.c<slot>.done the commit record, written last (tmp, fsync,
+ *                            rename, fsync dir): without it the snapshot of
+ *                            that slot does not exist
+ * A snapshot ts is consistent when every slot of the group has its .done
+ * with the same member set. */
+#ifndef STASIS_FENIX_INT_H
+#define STASIS_FENIX_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fenix.h"
+#include "why.h"
+
+#define FX_MAX_SNAPS 256 /* snapshots of one group a rank looks at */
+
+struct fx_member {
+	int mid;
+	void *buf;
+	int count;
+	MPI_Datatype dt;
+	int dtsize;
+	/* Staged for the next commit: a copy of the whole extent and which
+	 * elements were stored (repeated stores merge). */
+	unsigned char *stage, *mask;
+	int stage_count;
+};
+
+struct fx_group {
+	int gid;
+	MPI_Comm comm;
+	int rank, size;
+	int start_ts, depth, next_ts;
+	int policy[3]; /* FENIX_DATA_POLICY_STASIS form: scheme, set size, k */
+	bool frozen;   /* after the first store or commit */
+	bool staged;   /* something stored since the last commit */
+	struct fx_member *m;
+	int nm;
+	struct redundancy_set *set;
+	struct fx_group *next;
+};
+
+struct fx_state {
+	bool init, finalized;
+	MPI_Comm world; /* dup of Fenix_Init's comm */
+	MPI_Comm comm;	/* the resilient comm (MPI_COMM_NULL on a spare) */
+	int role, nspare;
+	char dir[4200]; /* .../fenix */
+	struct fx_group *groups;
+};
+
+extern struct fx_state fx;
+
+struct fx_group *fx_group_find(int gid);
+struct fx_member *fx_member_find(struct fx_group *g, int mid);
+int fx_group_make(int gid, MPI_Comm comm, int start_ts, int depth, const int policy[3]);
+/* Same result on every rank of comm: the lowest code (errors < 0 win). */
+int fx_agree(MPI_Comm comm, int code);
+/* Print one line naming the cause (rank 0 of comm, or every rank when
+ * all is true) and return code. */
+int fx_say(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Snapshot files (fx_snap.c). */
+void fx_name(char *buf, size_t len, int gid, int ts, int slot, const char *ext);
+int fx_write_dat(struct fx_group *g, int ts, struct why *why);
+int fx_write_done(struct fx_group *g, int ts, struct why *why);
+/* The ts of every .done of (gid, slot) in the directory, ascending. */
+int fx_list_done(int gid, int slot, int *ts, int max);
+/* Is the .dat of (gid, ts, slot) present and every crc right? */
+bool fx_dat_ok(int gid, int ts, int slot);
+/* Merge member mid of (gid, ts, slot) into out/filled: elements not yet
+ * filled get the stored value. *count: the member's stored count (may
+ * grow out/filled via realloc-free check: returns -ERANGE if count >
+ * cap). 0, -ENOENT (member not in that snapshot), -EBADMSG. */
+int fx_merge(int gid, int ts, int slot, int mid, unsigned char *out, unsigned char *filled,
+	     int cap, int dtsize, int *count);
+int fx_consistent(struct fx_group *g, int *out);
+int fx_read_done(int gid, int ts, int slot, int *size);
+int fx_remove_snapshot(int gid, int ts, int slot);
+int fx_write_meta(struct fx_group *g);
+int fx_read_meta(int gid, int policy[3]);
+
+/* Redundancy (fx_red.c). */
+int fx_set(struct fx_group *g, struct why *why);
+int fx_encode(struct fx_group *g, int ts, struct why *why);
+int fx_rebuild(struct fx_group *g, int ts, bool have_mine, struct why *why);
+
+#endif

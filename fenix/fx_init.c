@@ -1,0 +1,250 @@
+/* Fenix_Init and the process side of Fenix on stasis. Without ULFM (none
+ * works on Debian 12, FENIX.md section 3) a failed rank ends the job; the
+ * job is launched again and the program restores its data from the store.
+ * Here: the resilient communicator (the first size - spares ranks, in
+ * order), the spares parked in Fenix_Init until Fenix_Finalize, and the
+ * role: INITIAL on the first launch, RECOVERED on a relaunch, which a
+ * launcher says with STASIS_FENIX_EPOCH >= 1 (every rank restarts, none
+ * survives in memory). The relaunch by stasis-run --fenix, and the
+ * survivor/ghost bookkeeping of FENIX.md 4.3, are not built yet. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config.h"
+#include "fenix_int.h"
+#include "store.h"
+
+struct fx_state fx = {.world = MPI_COMM_NULL, .comm = MPI_COMM_NULL};
+
+struct callback {
+	void (*fn)(MPI_Comm, int, void *);
+	void *data;
+};
+static struct callback *cbs;
+static int ncbs;
+
+int fx_say(int code, const char *fmt, ...)
+{
+	char line[1200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "stasis fenix: %s\n", line);
+	return code;
+}
+
+int fx_agree(MPI_Comm comm, int code)
+{
+	/* Errors are negative, warnings positive: the lowest error, else the
+	 * highest warning, reaches every rank. */
+	int in[2] = {code < 0 ? code : 0, code > 0 ? -code : 0}, out[2];
+	if (MPI_Allreduce(in, out, 2, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+		return FENIX_ERROR_INTERN;
+	return out[0] ? out[0] : -out[1];
+}
+
+/* The store directory: STASIS_DIR (%r, %n) / job key / fenix, as the
+ * checkpoints' (format/store.c checks ownership and modes). */
+static int open_dir(int rank, struct why *why)
+{
+	struct stasis_config cfg;
+	int ret = config_load(&cfg, why);
+	if (ret)
+		return ret;
+	const char *job = cfg.job[0] ? cfg.job : program_invocation_short_name;
+	struct store st;
+	ret = store_open(&st, cfg.dir, rank, rank, job, true, why);
+	if (ret)
+		return ret;
+	snprintf(fx.dir, sizeof(fx.dir), "%s/fenix", st.dir);
+	if (mkdir(fx.dir, 0700) && errno != EEXIST)
+		return why_set(why, -errno, "cannot create %s: %s", fx.dir, strerror(errno));
+	struct stat sb;
+	if (lstat(fx.dir, &sb) || !S_ISDIR(sb.st_mode) || (sb.st_mode & 077))
+		return why_set(why, -EPERM, "%s must be a directory of mode 0700: refused", fx.dir);
+	return 0;
+}
+
+static void init(MPI_Comm comm, MPI_Comm *newcomm, int *role, int spare_ranks, MPI_Info info,
+		 int *error)
+{
+	int size, rank, ret;
+	*error = FENIX_SUCCESS;
+	if (fx.init) {
+		*error = fx_say(FENIX_ERROR_INVALID_LOGIC_CALL, "Fenix_Init called twice: refused");
+		return;
+	}
+	if (comm == MPI_COMM_SELF) {
+		*error = fx_say(FENIX_ERROR_INVALID_LOGIC_CALL,
+				"Fenix_Init on MPI_COMM_SELF: refused (the resilient "
+				"communicator needs the ranks that may fail)");
+		return;
+	}
+	MPI_Comm_size(comm, &size);
+	MPI_Comm_rank(comm, &rank);
+	if (spare_ranks < 0 || spare_ranks >= size) {
+		if (rank == 0)
+			fx_say(0, "Fenix_Init: %d spare ranks of %d: refused (at least one rank "
+				  "must be active)", spare_ranks, size);
+		*error = FENIX_ERROR_INVALID_LOGIC_CALL;
+		return;
+	}
+	if (info != MPI_INFO_NULL) {
+		char v[64];
+		int flag = 0;
+		MPI_Info_get(info, "FENIX_RESUME_MODE", sizeof(v) - 1, v, &flag);
+		if (!flag)
+			MPI_Info_get(info, "resume_mode", sizeof(v) - 1, v, &flag);
+		if (flag && strcasecmp(v, "fenix_init")) {
+			if (rank == 0)
+				fx_say(0, "Fenix_Init: resume mode '%s' needs in-place recovery "
+					  "(ULFM), which stasis cannot give here: refused", v);
+			*error = FENIX_ERROR_INVALID_LOGIC_CALL;
+			return;
+		}
+	}
+	struct why why = WHY_INIT;
+	ret = open_dir(rank, &why);
+	if (fx_agree(comm, ret ? -1 : 0)) {
+		if (ret)
+			fx_say(0, "Fenix_Init: %s", why.msg);
+		*error = FENIX_ERROR_INTERN;
+		return;
+	}
+	const char *ep = getenv("STASIS_FENIX_EPOCH");
+	fx.role = ep && atoi(ep) > 0 ? FENIX_ROLE_RECOVERED_RANK : FENIX_ROLE_INITIAL_RANK;
+	fx.nspare = spare_ranks;
+	MPI_Comm_dup(comm, &fx.world);
+	int active = rank < size - spare_ranks;
+	MPI_Comm_split(fx.world, active ? 0 : MPI_UNDEFINED, rank, &fx.comm);
+	fx.init = true;
+	if (!active) {
+		/* A spare: no failure can be repaired in place here, so it waits
+		 * for Fenix_Finalize and leaves as the spec's spares do. */
+		MPI_Barrier(fx.world);
+		MPI_Comm_free(&fx.world);
+		MPI_Finalize();
+		exit(0);
+	}
+	int world_policy[3] = {1, 0, 0};
+	fx_group_make(FENIX_DATA_GROUP_WORLD_ID, fx.comm, 0, 0, world_policy);
+	if (newcomm)
+		MPI_Comm_dup(fx.comm, newcomm);
+	*role = fx.role;
+}
+
+void Fenix_Init_spec(MPI_Comm comm, MPI_Comm *newcomm, int *role, int *argc, char ***argv,
+		     int spare_ranks, int spawn, MPI_Info info, int *error)
+{
+	(void)argc, (void)argv, (void)spawn;
+	int dummy;
+	init(comm, newcomm, role ? role : &dummy, spare_ranks, info, error);
+}
+
+void Fenix_Init_ref(int *role, MPI_Comm comm, MPI_Comm *newcomm, int *argc, char ***argv,
+		    int spare_ranks, int spawn, MPI_Info info, int *error)
+{
+	Fenix_Init_spec(comm, newcomm, role, argc, argv, spare_ranks, spawn, info, error);
+}
+
+int Fenix_Initialized(int *flag)
+{
+	*flag = fx.init;
+	return FENIX_SUCCESS;
+}
+
+int Fenix_Callback_register(void (*recover)(MPI_Comm, int, void *), void *data)
+{
+	if (!fx.init)
+		return FENIX_ERROR_UNINITIALIZED;
+	if (!recover)
+		return FENIX_ERROR_CALLBACK_NOT_REGISTERED;
+	struct callback *n = realloc(cbs, sizeof(*cbs) * (size_t)(ncbs + 1));
+	if (!n)
+		return FENIX_ERROR_CALLBACK_NOT_REGISTERED;
+	cbs = n;
+	cbs[ncbs++] = (struct callback){recover, data};
+	return FENIX_SUCCESS;
+}
+
+int Fenix_Callback_pop(void)
+{
+	if (!fx.init)
+		return FENIX_ERROR_UNINITIALIZED;
+	if (!ncbs)
+		return FENIX_ERROR_CALLBACK_NOT_REGISTERED;
+	ncbs--;
+	return FENIX_SUCCESS;
+}
+
+int Fenix_Get_number_of_ranks_with_role(MPI_Comm comm, int role, int *n)
+{
+	if (!fx.init)
+		return FENIX_ERROR_UNINITIALIZED;
+	if (role < FENIX_ROLE_INITIAL_RANK || role > FENIX_ROLE_SURVIVOR_RANK || !n)
+		return FENIX_ERROR_INVALID_ATTRIBUTE_VALUE;
+	int size;
+	if (comm == MPI_COMM_NULL || MPI_Comm_size(comm, &size) != MPI_SUCCESS)
+		return FENIX_ERROR_INVALID_ATTRIBUTE_VALUE;
+	/* After a relaunch every rank restarted: all share one role. */
+	*n = role == fx.role ? size : 0;
+	return FENIX_SUCCESS;
+}
+
+int Fenix_get_number_of_ranks_with_role(int role, int *n)
+{
+	return Fenix_Get_number_of_ranks_with_role(fx.comm, role, n);
+}
+
+int Fenix_Get_role(MPI_Comm comm, int rank, int *role)
+{
+	if (!fx.init)
+		return FENIX_ERROR_UNINITIALIZED;
+	int size;
+	if (comm == MPI_COMM_NULL || MPI_Comm_size(comm, &size) != MPI_SUCCESS || rank < 0 ||
+	    rank >= size)
+		return FENIX_ERROR_INVALID_POSITION;
+	*role = fx.role;
+	return FENIX_SUCCESS;
+}
+
+int Fenix_get_role(MPI_Comm comm, int rank, int *role)
+{
+	return Fenix_Get_role(comm, rank, role);
+}
+
+int Fenix_Process_fail_list(int **fail_list)
+{
+	/* Who failed is not known without the relaunch bookkeeping. */
+	if (fail_list)
+		*fail_list = NULL;
+	return 0;
+}
+
+int Fenix_Process_detect_failures(int do_recovery)
+{
+	(void)do_recovery;
+	return fx.init ? FENIX_SUCCESS : FENIX_ERROR_UNINITIALIZED;
+}
+
+int Fenix_check_cancelled(MPI_Request *request, MPI_Status *status)
+{
+	(void)request, (void)status;
+	return 0; /* no request survives a relaunch to be cancelled */
+}
+
+int Fenix_Finalize(void)
+{
+	if (!fx.init || fx.finalized)
+		return FENIX_ERROR_UNINITIALIZED;
+	/* Releases the spares waiting in Fenix_Init. */
+	MPI_Barrier(fx.world);
+	fx.finalized = true;
+	MPI_Comm_free(&fx.world);
+	return FENIX_SUCCESS;
+}

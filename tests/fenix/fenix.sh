@@ -1,0 +1,143 @@
+#!/bin/bash
+# Fenix on stasis, in the zdtm manner: the project's Fenix programs under
+# real mpirun, compared with an uninterrupted run. Cases:
+#   errors        fx_errors (FENIX.md 5.6 and the spec's 3.5 example), np 4
+#   ring SCHEME   fx_ring: a rank SIGKILLs itself after step 4, its node
+#                 directory is deleted, a byte of another rank's newest
+#                 snapshot is spoilt (not with xor, which survives one
+#                 loss), the job is launched again
+#                 (STASIS_FENIX_EPOCH=1) and restores through SCHEME; the
+#                 checksums equal the uninterrupted run's
+#   kill-random   a rank SIGKILLed from outside at a random moment (mostly
+#                 inside store or commit_barrier of 4 MiB per rank); the
+#                 relaunch restores a consistent snapshot and ends equal
+#   lost-two SCHEME  two node directories of one set deleted: xor refuses
+#                 with one line naming the set and its tolerance, and no
+#                 file of the others is deleted; rs (k 2) rebuilds both
+# Exit 0 pass, 1 fail.
+set -euo pipefail
+B=${STASIS_BUILD:?}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+T=$(mktemp -d /dev/shm/stasis-fenix.XXXXXX)
+chmod 700 "$T"
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; for f in "$T"/*.out; do echo "== $f"; tail -20 "$f"; done; exit 1; }
+run() { # run DIR NAME [env...] -- args: mpirun -np 4, output to $T/NAME.out
+	local dir=$1 name=$2
+	shift 2
+	local envs=()
+	while [ "$1" != -- ]; do envs+=(-x "$1"); shift; done
+	shift
+	timeout -k 5 90 mpirun --oversubscribe -np 4 -x STASIS_DIR="$T/$dir/%r" -x STASIS_JOB=fx \
+		"${envs[@]}" "$@" >"$T/$name.out" 2>&1
+}
+sums() { grep checksum "$T/$1.out" | sort; }
+
+case $1 in
+errors)
+	run e errors -- "$B/tests/fenix/fx_errors" || fail "fx_errors exit $?"
+	grep -q '^ALL OK$' "$T/errors.out" || fail "fx_errors"
+	grep -c '^ok:' "$T/errors.out"
+	;;
+ring)
+	s=$2 args=(8 3000 1 4 "$2")
+	run ref ref -- "$B/tests/fenix/fx_ring" 8 3000 -1 0 "$2" || fail "reference run"
+	rc=0
+	run k k1 -- "$B/tests/fenix/fx_ring" "${args[@]}" || rc=$?
+	[ $rc -ne 0 ] || fail "the first launch was not killed"
+	[ -d "$T/k/1/fx/fenix" ] || fail "no files of rank 1"
+	rm -rf "$T/k/1"
+	# and, where the scheme survives two losses in the set (partner: each
+	# copy is elsewhere; rs k 2), one byte of rank 2's newest snapshot
+	# spoilt: its crc64 catches it, and it is rebuilt too
+	if [ "$s" != xor ]; then
+		f=$(ls "$T"/k/2/fx/fenix/g7-t*.c2.dat | sort -V | tail -1)
+		printf '\xff' | dd of="$f" bs=1 seek=200 conv=notrunc status=none
+	fi
+	run k k2 STASIS_FENIX_EPOCH=1 -- "$B/tests/fenix/fx_ring" "${args[@]}" || fail "relaunch"
+	grep -q "rank 1 restored step 4 (0 0)" "$T/k2.out" || fail "rank 1 did not restore step 4"
+	[ "$(sums ref)" = "$(sums k2)" ] || fail "checksums differ from the uninterrupted run"
+	[ "$(stat -c %a "$T/k/1/fx/fenix")" = 700 ] || fail "rebuilt directory mode"
+	for f in "$T"/k/*/fx/fenix/*; do
+		[ "$(stat -c %a "$f")" = 600 ] || fail "$f: mode $(stat -c %a "$f")"
+	done
+	echo "ok: $s: rebuilt, restored, same checksums as the uninterrupted run"
+	;;
+kill-random)
+	args=(40 524288 -1 0 xor)
+	run ref ref -- "$B/tests/fenix/fx_ring" "${args[@]}" || fail "reference run"
+	mkdir -m 700 "$T/pids"
+	setsid timeout -k 5 90 mpirun --oversubscribe -np 4 -x STASIS_DIR="$T/k/%r" -x STASIS_JOB=fx \
+		-x FX_PID_DIR="$T/pids" "$B/tests/fenix/fx_ring" "${args[@]}" >"$T/k1.out" 2>&1 &
+	job=$!
+	# After a random commit (2..30), a random 0-99 ms on: mostly inside
+	# the store or the commit_barrier of the next step.
+	k=$((2 + RANDOM % 29))
+	for _ in $(seq 600); do grep -q "^committed $k\$" "$T/k1.out" 2>/dev/null && break; sleep 0.02; done
+	grep -q "^committed $k\$" "$T/k1.out" || { kill -9 -- -$job 2>/dev/null; fail "no commit $k"; }
+	sleep "0.0$((RANDOM % 10))"
+	victim=$((RANDOM % 4))
+	kill -9 "$(cat "$T/pids/pid.$victim")" || true
+	wait $job || true
+	last=$(grep -c '^committed' "$T/k1.out")
+	grep -q checksum "$T/k1.out" && fail "the kill came after the end; rerun"
+	run k k2 STASIS_FENIX_EPOCH=1 -- "$B/tests/fenix/fx_ring" "${args[@]}" || fail "relaunch"
+	[ "$(sums ref)" = "$(sums k2)" ] || fail "checksums differ from the uninterrupted run"
+	echo "ok: rank $victim killed after $last commits; restored $(grep -m1 restored "$T/k2.out")"
+	;;
+lost-two)
+	args=(8 3000 1 4 "$2")
+	run ref ref -- "$B/tests/fenix/fx_ring" 8 3000 -1 0 "$2" || fail "reference run"
+	run k k1 -- "$B/tests/fenix/fx_ring" "${args[@]}" || true
+	rm -rf "$T/k/1" "$T/k/2"
+	before=$(ls "$T"/k/0/fx/fenix "$T"/k/3/fx/fenix | sort)
+	rc=0
+	run k k2 STASIS_FENIX_EPOCH=1 -- "$B/tests/fenix/fx_ring" "${args[@]}" || rc=$?
+	if [ "$2" = xor ]; then
+		[ $rc -ne 0 ] || fail "two lost of an xor set: restored?"
+		n=$(grep -c 'stasis fenix: restore of group 7: set .*tolerates 1' "$T/k2.out" || true)
+		[ "$n" = 1 ] || fail "expected one line naming the tolerance, got $n"
+		grep 'stasis fenix:' "$T/k2.out"
+		after=$(ls "$T"/k/0/fx/fenix "$T"/k/3/fx/fenix | sort)
+		[ "$before" = "$after" ] || fail "files of the intact ranks changed"
+		echo "ok: xor refused two lost members in one line, nothing deleted"
+	else
+		[ $rc -eq 0 ] || fail "rs k=2 did not survive two lost members"
+		[ "$(sums ref)" = "$(sums k2)" ] || fail "checksums differ"
+		echo "ok: rs rebuilt two lost members, same checksums"
+	fi
+	;;
+shrink)
+	# Stored by 4 ranks, read by 3: restore refused on every rank with the
+	# same code, restore_from_rank gives ranks 0-2 their data bit for bit.
+	run ref ref -- "$B/tests/fenix/fx_ring" 8 3000 -1 0 xor || fail "reference run"
+	timeout -k 5 90 mpirun --oversubscribe -np 3 -x STASIS_DIR="$T/ref/%r" -x STASIS_JOB=fx \
+		-x STASIS_FENIX_EPOCH=1 -x FX_SHRUNK=1 "$B/tests/fenix/fx_ring" 8 3000 -1 0 xor \
+		>"$T/s.out" 2>&1 || fail "shrunk relaunch"
+	[ "$(grep -c 'shrunk: restore -14, restore_from_rank 0$' "$T/s.out")" = 3 ] ||
+		fail "restore not refused / restore_from_rank failed"
+	[ "$(grep -c 'stored by 4 ranks, restored by 3' "$T/s.out")" = 1 ] || fail "no one-line refusal"
+	[ "$(sums ref | grep -v 'rank 3 ')" = "$(sums s)" ] || fail "restore_from_rank data differ"
+	echo "ok: restore refused after a shrink, restore_from_rank bit for bit"
+	;;
+installed)
+	# meson install gives libfenix.so.1 (Fenix_* only), fenix.h and fenix.pc,
+	# and a Fenix program builds with pkg-config from the staged tree.
+	meson install -C "$B" --destdir "$T/stage" --no-rebuild --quiet >"$T/install.out" 2>&1 ||
+		fail "meson install"
+	lib=$(find "$T/stage" -name libfenix.so.1 | head -1)
+	pc=$(find "$T/stage" -name fenix.pc | head -1)
+	hdr=$(find "$T/stage" -name fenix.h | head -1)
+	[ -n "$lib" ] && [ -n "$pc" ] && [ -n "$hdr" ] || fail "installed: lib '$lib' pc '$pc' header '$hdr'"
+	objdump -p "$lib" | grep -q 'SONAME *libfenix.so.1$' || fail "SONAME"
+	other=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^Fenix_\|^FENIX_' || true)
+	[ -z "$other" ] || fail "libfenix.so exports more than Fenix_*: $other"
+	prefix=$(sed -n 's/^prefix=//p' "$pc")
+	export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$T/stage
+	flags=$(pkg-config --cflags --libs fenix) || fail "pkg-config fenix"
+	mpicc "$(dirname "$0")/fx_errors.c" $flags -o "$T/fx_errors" >"$T/cc.out" 2>&1 ||
+		fail "building against the installed fenix.h: $(head -3 "$T/cc.out")"
+	echo "ok: installed $lib, $hdr, $pc (prefix $prefix); a Fenix program builds with pkg-config"
+	;;
+*) fail "unknown case $1" ;;
+esac
