@@ -63,6 +63,9 @@ struct fx_state {
 extern struct fx_state fx;
 
 struct fx_group *fx_group_find(int gid);
+/* The initialised library's group gid in *g: 0, or the code the caller
+ * returns (FENIX_ERROR_UNINITIALIZED, FENIX_ERROR_INVALID_GROUPID). */
+int fx_group_get(int gid, struct fx_group **g);
 struct fx_member *fx_member_find(struct fx_group *g, int mid);
 int fx_group_make(int gid, MPI_Comm comm, int start_ts, int depth, const int policy[3]);
 /* Same result on every rank of comm: the lowest code (errors < 0 win). */

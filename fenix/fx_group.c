@@ -13,6 +13,14 @@ struct fx_group *fx_group_find(int gid)
 	return NULL;
 }
 
+int fx_group_get(int gid, struct fx_group **g)
+{
+	if (!fx.init)
+		return FENIX_ERROR_UNINITIALIZED;
+	*g = fx_group_find(gid);
+	return *g ? 0 : FENIX_ERROR_INVALID_GROUPID;
+}
+
 struct fx_member *fx_member_find(struct fx_group *g, int mid)
 {
 	for (int i = 0; i < g->nm; i++)
@@ -130,11 +138,10 @@ int Fenix_Data_group_delete(int gid)
 
 int Fenix_Data_member_create(int gid, int mid, void *buf, int count, MPI_Datatype dt)
 {
-	if (!fx.init)
-		return FENIX_ERROR_UNINITIALIZED;
-	struct fx_group *g = fx_group_find(gid);
-	if (!g)
-		return FENIX_ERROR_INVALID_GROUPID;
+	struct fx_group *g;
+	int found = fx_group_get(gid, &g);
+	if (found)
+		return found;
 	int code = FENIX_SUCCESS, dtsize = 0;
 	if (mid < 0 || mid >= FENIX_MEMBER_ID_MAX || fx_member_find(g, mid))
 		code = FENIX_ERROR_INVALID_MEMBERID;
@@ -155,11 +162,10 @@ int Fenix_Data_member_create(int gid, int mid, void *buf, int count, MPI_Datatyp
 
 int Fenix_Data_member_delete(int gid, int mid)
 {
-	if (!fx.init)
-		return FENIX_ERROR_UNINITIALIZED;
-	struct fx_group *g = fx_group_find(gid);
-	if (!g)
-		return FENIX_ERROR_INVALID_GROUPID;
+	struct fx_group *g;
+	int found = fx_group_get(gid, &g);
+	if (found)
+		return found;
 	struct fx_member *m = fx_member_find(g, mid);
 	if (!m)
 		return FENIX_ERROR_INVALID_MEMBERID;
@@ -173,11 +179,10 @@ int Fenix_Data_member_delete(int gid, int mid)
 
 int Fenix_Data_group_get_redundancy_policy_spec(int gid, int policy_name, void *value, int *flag)
 {
-	if (!fx.init)
-		return FENIX_ERROR_UNINITIALIZED;
-	struct fx_group *g = fx_group_find(gid);
-	if (!g)
-		return FENIX_ERROR_INVALID_GROUPID;
+	struct fx_group *g;
+	int found = fx_group_get(gid, &g);
+	if (found)
+		return found;
 	*flag = 0;
 	if (policy_name == FENIX_DATA_POLICY_PEER_RANK_SEPARATION && g->policy[0] == 0) {
 		*(int *)value = g->size / 2;
@@ -203,11 +208,10 @@ int Fenix_Data_group_get_redundancy_policy_ref(int gid, int *policy_name, void *
 
 int Fenix_Data_group_set_redundancy_policy(int gid, int policy_name, void *value, int *flag)
 {
-	if (!fx.init)
-		return FENIX_ERROR_UNINITIALIZED;
-	struct fx_group *g = fx_group_find(gid);
-	if (!g)
-		return FENIX_ERROR_INVALID_GROUPID;
+	struct fx_group *g;
+	int found = fx_group_get(gid, &g);
+	if (found)
+		return found;
 	int pol[3];
 	int ok = !g->frozen && !policy_from(policy_name, value, pol);
 	int all;
@@ -220,22 +224,20 @@ int Fenix_Data_group_set_redundancy_policy(int gid, int policy_name, void *value
 
 int Fenix_Data_group_get_number_of_members(int gid, int *n)
 {
-	if (!fx.init)
-		return FENIX_ERROR_UNINITIALIZED;
-	struct fx_group *g = fx_group_find(gid);
-	if (!g)
-		return FENIX_ERROR_INVALID_GROUPID;
+	struct fx_group *g;
+	int found = fx_group_get(gid, &g);
+	if (found)
+		return found;
 	*n = g->nm;
 	return FENIX_SUCCESS;
 }
 
 int Fenix_Data_group_get_member_at_position(int gid, int *mid, int pos)
 {
-	if (!fx.init)
-		return FENIX_ERROR_UNINITIALIZED;
-	struct fx_group *g = fx_group_find(gid);
-	if (!g)
-		return FENIX_ERROR_INVALID_GROUPID;
+	struct fx_group *g;
+	int found = fx_group_get(gid, &g);
+	if (found)
+		return found;
 	if (pos < 0 || pos >= g->nm)
 		return FENIX_ERROR_INVALID_POSITION;
 	*mid = g->m[pos].mid;
@@ -244,11 +246,10 @@ int Fenix_Data_group_get_member_at_position(int gid, int *mid, int pos)
 
 int Fenix_Data_group_get_snapshot_at_position(int gid, int pos, int *ts)
 {
-	if (!fx.init)
-		return FENIX_ERROR_UNINITIALIZED;
-	struct fx_group *g = fx_group_find(gid);
-	if (!g)
-		return FENIX_ERROR_INVALID_GROUPID;
+	struct fx_group *g;
+	int found = fx_group_get(gid, &g);
+	if (found)
+		return found;
 	int l[FX_MAX_SNAPS], n = fx_list_done(gid, g->rank, l, FX_MAX_SNAPS);
 	if (pos < 0 || pos >= n)
 		return FENIX_ERROR_INVALID_POSITION;
@@ -258,11 +259,10 @@ int Fenix_Data_group_get_snapshot_at_position(int gid, int pos, int *ts)
 
 int Fenix_Data_member_attr_set(int gid, int mid, int name, void *value, int *flag)
 {
-	if (!fx.init)
-		return FENIX_ERROR_UNINITIALIZED;
-	struct fx_group *g = fx_group_find(gid);
-	if (!g)
-		return FENIX_ERROR_INVALID_GROUPID;
+	struct fx_group *g;
+	int found = fx_group_get(gid, &g);
+	if (found)
+		return found;
 	struct fx_member *m = fx_member_find(g, mid);
 	if (!m)
 		return FENIX_ERROR_INVALID_MEMBERID;
@@ -286,11 +286,10 @@ int Fenix_Data_member_attr_set(int gid, int mid, int name, void *value, int *fla
 int Fenix_Data_member_attr_get(int gid, int mid, int name, void *value, int *flag,
 			       int source_rank)
 {
-	if (!fx.init)
-		return FENIX_ERROR_UNINITIALIZED;
-	struct fx_group *g = fx_group_find(gid);
-	if (!g)
-		return FENIX_ERROR_INVALID_GROUPID;
+	struct fx_group *g;
+	int found = fx_group_get(gid, &g);
+	if (found)
+		return found;
 	struct fx_member *m = fx_member_find(g, mid);
 	int code = !m ? FENIX_ERROR_INVALID_MEMBERID
 		   : (name < FENIX_DATA_MEMBER_ATTRIBUTE_BUFFER ||

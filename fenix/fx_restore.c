@@ -90,11 +90,10 @@ static int merge(struct fx_group *g, int mid, int dtsize, const int *c, int nc, 
 static int restore(int gid, int mid, void *target, int max_count, int ts, Fenix_Data_subset *found,
 		   int source, bool from_rank)
 {
-	if (!fx.init)
-		return FENIX_ERROR_UNINITIALIZED;
-	struct fx_group *g = fx_group_find(gid);
-	if (!g)
-		return FENIX_ERROR_INVALID_GROUPID;
+	struct fx_group *g;
+	int err = fx_group_get(gid, &g);
+	if (err)
+		return err;
 	struct fx_member *m = fx_member_find(g, mid);
 	int code = !m ? FENIX_ERROR_INVALID_MEMBERID
 		   : (from_rank && (source < 0 || source >= g->size)) ? FENIX_ERROR_INVALID_POSITION

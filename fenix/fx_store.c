@@ -55,11 +55,10 @@ static int stage(struct fx_member *m, const Fenix_Data_subset *s)
 
 int Fenix_Data_member_store(int gid, int mid, Fenix_Data_subset s)
 {
-	if (!fx.init)
-		return FENIX_ERROR_UNINITIALIZED;
-	struct fx_group *g = fx_group_find(gid);
-	if (!g)
-		return FENIX_ERROR_INVALID_GROUPID;
+	struct fx_group *g;
+	int found = fx_group_get(gid, &g);
+	if (found)
+		return found;
 	int code = 0;
 	if (mid != FENIX_DATA_MEMBER_ALL && !fx_member_find(g, mid))
 		code = FENIX_ERROR_INVALID_MEMBERID;
@@ -209,22 +208,21 @@ static int barrier(struct fx_group *g)
 	return FENIX_SUCCESS;
 }
 
-#define GROUP_OR_RETURN(g, gid)                                                                    \
-	if (!fx.init)                                                                              \
-		return FENIX_ERROR_UNINITIALIZED;                                                  \
-	struct fx_group *g = fx_group_find(gid);                                                   \
-	if (!g)                                                                                    \
-		return FENIX_ERROR_INVALID_GROUPID
-
 int Fenix_Data_commit(int gid, int *ts)
 {
-	GROUP_OR_RETURN(g, gid);
+	struct fx_group *g;
+	int found = fx_group_get(gid, &g);
+	if (found)
+		return found;
 	return commit(g, ts);
 }
 
 int Fenix_Data_commit_barrier(int gid, int *ts)
 {
-	GROUP_OR_RETURN(g, gid);
+	struct fx_group *g;
+	int found = fx_group_get(gid, &g);
+	if (found)
+		return found;
 	int code = fx_agree(g->comm, commit(g, ts));
 	if (code)
 		return FENIX_ERROR_COMMIT_BARRIER;
@@ -233,7 +231,10 @@ int Fenix_Data_commit_barrier(int gid, int *ts)
 
 int Fenix_Data_commit_cleanup(int gid, int *ts)
 {
-	GROUP_OR_RETURN(g, gid);
+	struct fx_group *g;
+	int found = fx_group_get(gid, &g);
+	if (found)
+		return found;
 	int code = commit(g, ts);
 	if (!code)
 		prune(g);
@@ -242,20 +243,29 @@ int Fenix_Data_commit_cleanup(int gid, int *ts)
 
 int Fenix_Data_barrier(int gid)
 {
-	GROUP_OR_RETURN(g, gid);
+	struct fx_group *g;
+	int found = fx_group_get(gid, &g);
+	if (found)
+		return found;
 	return barrier(g);
 }
 
 int Fenix_Data_cleanup(int gid)
 {
-	GROUP_OR_RETURN(g, gid);
+	struct fx_group *g;
+	int found = fx_group_get(gid, &g);
+	if (found)
+		return found;
 	prune(g);
 	return FENIX_SUCCESS;
 }
 
 int Fenix_Data_group_get_number_of_snapshots(int gid, int *n)
 {
-	GROUP_OR_RETURN(g, gid);
+	struct fx_group *g;
+	int found = fx_group_get(gid, &g);
+	if (found)
+		return found;
 	int c[FX_MAX_SNAPS];
 	*n = fx_consistent(g, c);
 	return *n < 0 ? FENIX_ERROR_INTERN : FENIX_SUCCESS;
@@ -263,7 +273,10 @@ int Fenix_Data_group_get_number_of_snapshots(int gid, int *n)
 
 int Fenix_Data_snapshot_delete(int gid, int ts)
 {
-	GROUP_OR_RETURN(g, gid);
+	struct fx_group *g;
+	int found = fx_group_get(gid, &g);
+	if (found)
+		return found;
 	int l[FX_MAX_SNAPS], n = fx_list_done(gid, g->rank, l, FX_MAX_SNAPS);
 	if (ts == FENIX_DATA_SNAPSHOT_ALL) {
 		for (int i = 0; i < n; i++)
