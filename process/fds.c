@@ -204,18 +204,26 @@ static const char *unrestorable(int fd, const struct stat *st, int flags, char *
 	return buf;
 }
 
+/* Whether fd, just returned by call, can be moved into the program's
+ * range: a failed call has nothing to move; with no range kept, the
+ * program's descriptors cannot be restored, which is refused. */
+static bool placeable(int fd, const char *call)
+{
+	if (fd < 0)
+		return false;
+	if (!range) {
+		fds_refuse("%s: no descriptors are kept for the program", call);
+		return false;
+	}
+	return true;
+}
+
 int fds_opened(int fd, int flags, const char *call)
 {
 	char why[PATH_MAX + 64];
 	struct stat st;
 
-	if (fd < 0)
-		return fd;
-	if (!range) {
-		fds_refuse("%s: no descriptors are kept for the program", call);
-		return fd;
-	}
-	if (fstat(fd, &st))
+	if (!placeable(fd, call) || fstat(fd, &st))
 		return fd;
 	if (unrestorable(fd, &st, flags, why, sizeof(why))) {
 		fds_refuse("%s of %s", call, why);
@@ -237,13 +245,7 @@ int fds_made(int fd, const char *call)
 {
 	struct stat st;
 
-	if (fd < 0)
-		return fd;
-	if (!range) {
-		fds_refuse("%s: no descriptors are kept for the program", call);
-		return fd;
-	}
-	if (fstat(fd, &st) || fd < 3)
+	if (!placeable(fd, call) || fstat(fd, &st) || fd < 3)
 		return fd;
 	return place(fd, 3, next_desc++, -1, &st);
 }
