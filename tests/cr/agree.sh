@@ -18,16 +18,8 @@ cr_app "${1:?usage: agree.sh APP [ARGS...]}" "${@:2}"
 cr_reference 3
 n=${CHECKPOINTS:-3}
 
-cr_run run
-cr_wait_commits run "$n"
-cr_kill run
-newest=$(cr_newest_complete)
-[[ -n $newest ]] || cr_fail "no complete checkpoint on disk after $n commits"
-
-cr_restart restart
-cr_expect_status restart 0
-cr_expect_line restart "resumed from checkpoint $newest\\b" "restart resumed from the newest complete checkpoint ($newest)"
-cr_expect_same restart
+cr_kill_restart_same "$n"
+newest=$CR_NEWEST
 after=$(cr_commits restart)
 ((after >= 1)) || { cr_show restart; cr_fail "the restarted run committed no checkpoint at STASIS_INTERVAL=$STASIS_INTERVAL"; }
 abandoned=$(cat "$CR_TMP/run.err" "$CR_TMP/restart.err" | grep -c "abandoned after" || true)

@@ -40,16 +40,8 @@ cr_setup
 cr_app "$python" "$(dirname "$(readlink -f "$0")")/../apps/numpy_mpi.py" 600 128
 cr_reference
 
-cr_run run
-cr_wait_commits run 2
-cr_kill run
-newest=$(cr_newest_complete)
-[[ -n $newest ]] || cr_fail "no complete checkpoint on disk after two commits"
-
-cr_restart restart
-cr_expect_status restart 0
-cr_expect_line restart "resumed from checkpoint $newest\\b" "restart resumed from the newest complete checkpoint ($newest)"
-cr_expect_same restart
+cr_kill_restart_same 2
+newest=$CR_NEWEST
 if [[ ${1:-} == openblas ]]; then
 	cr_expect_line run 'threads: [1-9][0-9]* application threads stopped' \
 		"OpenBLAS's threads were stopped for the checkpoints"

@@ -36,15 +36,8 @@ case $case in
 roundtrip)
 	cr_app heat
 	cr_reference
-	cr_run run
-	cr_wait_commits run 2
-	cr_kill run
-	newest=$(cr_newest_complete)
-	[[ -n $newest ]] || cr_fail "no complete checkpoint on disk after two commits"
-	cr_restart restart
-	cr_expect_status restart 0
-	cr_expect_line restart "resumed from checkpoint $newest\\b" "restart resumed from checkpoint $newest"
-	cr_expect_same restart
+	cr_kill_restart_same 2
+	newest=$CR_NEWEST
 	cr_pass "through srun: killed after 2 checkpoints, restarted from $newest, same output"
 	;;
 export-none)

@@ -623,6 +623,24 @@ cr_newest_complete() {
 		sed -E 's/^ckpt-([0-9]+)\.r.*/\1/' | sort -n | tail -n 1
 }
 
+# cr_kill_restart_same N: the round trip of most tests. Run under stasis
+# as job run, kill it after N commits, restart it as job restart: it must
+# exit 0, resume from the newest complete checkpoint and print what the
+# uninterrupted run printed. Sets CR_NEWEST.
+cr_kill_restart_same() {
+	local n=$1
+	cr_run run
+	cr_wait_commits run "$n"
+	cr_kill run
+	CR_NEWEST=$(cr_newest_complete)
+	[[ -n $CR_NEWEST ]] || cr_fail "no complete checkpoint on disk after $n commits"
+	cr_restart restart
+	cr_expect_status restart 0
+	cr_expect_line restart "resumed from checkpoint $CR_NEWEST\\b" \
+		"restart resumed from the newest complete checkpoint ($CR_NEWEST)"
+	cr_expect_same restart
+}
+
 # cr_ckpt_file ID RANK EXT: path of one checkpoint file, "" if absent.
 cr_ckpt_file() {
 	find "$STASIS_DIR" -name "ckpt-$1.r$2.$3" | head -n 1
