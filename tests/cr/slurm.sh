@@ -90,37 +90,65 @@ no-pmix)
 	cr_pass "srun --mpi=none: one line naming --mpi=pmix"
 	;;
 time-limit)
-	# A job of 1 minute (Slurm's least time limit): its program starts 30 s
-	# in, the checkpoint is asked 25 s before the limit, the test stops the
-	# ranks once it is committed (so that the program need not run a whole
-	# minute to be still running at the limit) and Slurm ends the job.
+	# A job of 1 minute (Slurm's least time limit) that asks for its
+	# checkpoint STASIS_BEFORE_LIMIT=50 s before the limit, 10 s in. The
+	# test holds the ranks (SIGSTOP) from the moment they catch the request
+	# signal to the request, and again once the checkpoint is committed, so
+	# that a program of a few seconds (the shared reference size) is still
+	# running at the request and at the limit. Slurm ends the job at the
+	# limit (slurmctld looks every 30 s, hard-coded: PERIODIC_TIMEOUT), a
+	# second job resumes from the checkpoint.
 	cr_app heat
-	cr_reference 10
-	export STASIS_INTERVAL=1000 STASIS_BEFORE_LIMIT=25
-	cmd="$CR_STASIS_RUN $(cr_mpirun) $CR_APP ${CR_ARGS[*]}"
-	batch first "sleep 30" "$cmd"
+	cr_reference
+	export STASIS_INTERVAL=1000 STASIS_BEFORE_LIMIT=50
+	batch first "$CR_STASIS_RUN $(cr_mpirun) $CR_APP ${CR_ARGS[*]}"
 	cr_start first sbatch -t 1 -n "$CR_NP" -O -o "$CR_TMP/first.job.out" -e "$CR_TMP/first.err" \
 		--open-mode=append "$CR_TMP/first.sh"
 	cr_wait_exit first
 	cr_expect_status first 0
 	id=$(slurm_job_id "$CR_TMP/first.out")
-	slurm_wait_line first "checkpoint requested" 90
+	# Every rank catches SIGUSR1 (stasis's checkpoint request, set once its
+	# MPI_Init is done): from then on a request cannot end it.
+	deadline=$((SECONDS + 60))
+	while :; do
+		ranks=$(slurm_ranks first)
+		caught=0
+		for pid in $ranks; do
+			mask=$(sed -n 's/^SigCgt:\t*//p' "/proc/$pid/status" 2>/dev/null)
+			[[ -n $mask ]] && (((0x$mask >> 9) & 1)) && caught=$((caught + 1))
+		done
+		((caught == CR_NP)) && break
+		((SECONDS < deadline)) || { cr_show first; cr_fail "$caught of $CR_NP ranks of job $id catch SIGUSR1 after 60 s"; }
+		sleep 0.2
+	done
+	# shellcheck disable=SC2086
+	kill -STOP $ranks
+	cr_ok "the $CR_NP ranks of job $id are ready for a checkpoint request, held until it comes"
+	slurm_wait_line first "checkpoint requested" 60
+	# shellcheck disable=SC2086
+	kill -CONT $ranks
 	slurm_wait_commits first 1 30
 	committed=$(date +%s)
-	# shellcheck disable=SC2046
-	kill -STOP $(slurm_ranks first) 2>/dev/null || cr_fail "the ranks ended before the time limit"
+	# shellcheck disable=SC2086
+	kill -STOP $ranks 2>/dev/null || cr_fail "the ranks ended before the time limit"
 	end=$(date -d "$(squeue -h -j "$id" -o %e)" +%s)
 	grep -E "checkpoint requested|committed" "$CR_TMP/first.err"
 	cr_say "checkpoint committed $((end - committed)) s before the time limit (squeue's end $(date -d "@$end" +%T))"
+	((end - committed > 0)) || cr_fail "the checkpoint was committed after the time limit"
 	slurm_wait_gone "$id" 120
 	state=$(scontrol show job "$id" 2>/dev/null | grep -o 'JobState=[A-Z_]*' || true)
 	cr_say "first job: $state"
 	[[ -z $state || $state == JobState=TIMEOUT ]] || cr_fail "first job ended $state, not at its time limit"
+	# Without --wait, whose polling sleeps up to 10 s: the queue is asked twice a second.
 	batch second "$CR_STASIS_RESTART $(cr_mpirun) $CR_APP ${CR_ARGS[*]}"
-	cr_start second sbatch --wait -t 5 -n "$CR_NP" -O -o "$CR_TMP/second.job.out" -e "$CR_TMP/second.err" \
+	cr_start second sbatch -t 5 -n "$CR_NP" -O -o "$CR_TMP/second.job.out" -e "$CR_TMP/second.err" \
 		--open-mode=append "$CR_TMP/second.sh"
 	cr_wait_exit second
 	cr_expect_status second 0
+	id2=$(slurm_job_id "$CR_TMP/second.out")
+	slurm_wait_gone "$id2" "$CR_TIMEOUT"
+	state=$(scontrol show job "$id2" | grep -oE ' (JobState|ExitCode)=[^ ]+' | paste -sd' ')
+	[[ $state =~ JobState=COMPLETED && $state =~ \ ExitCode=0:0 ]] || { cr_show second; cr_fail "second job:$state"; }
 	cr_expect_line second "resumed from checkpoint" "the second job resumed from the checkpoint before the limit"
 	cp "$CR_TMP/second.job.out" "$CR_TMP/second.out"
 	cr_expect_same second
