@@ -115,20 +115,33 @@ EOF
 	echo "export SLURM_CONF=$SLURM_CONF"
 }
 
-down() {
-	local f pid i
-	scancel --quiet --user=root 2>/dev/null || true
-	local -a pids=("$D"/slurmd*.pid "$D/slurmctld.pid")
-	[[ -e $D/munged.ours ]] && pids+=(/run/munge/munged.pid)
-	for f in "${pids[@]}"; do
+# stop PIDFILE...: SIGTERM to every daemon named, then wait (10 s at most)
+# until all are gone: they take about 2 s each, side by side rather than
+# one after the other.
+stop() {
+	local f pid i alive
+	local -a pids=()
+	for f in "$@"; do
 		[[ -s $f ]] || continue
 		pid=$(<"$f")
-		kill -TERM "$pid" 2>/dev/null || continue
-		for ((i = 0; i < 50; i++)); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.2
-		done
+		kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
 	done
+	for ((i = 0; i < 50; i++)); do
+		alive=0
+		for pid in "${pids[@]}"; do
+			kill -0 "$pid" 2>/dev/null && alive=1
+		done
+		((alive)) || break
+		sleep 0.2
+	done
+	return 0
+}
+
+down() {
+	scancel --quiet --user=root 2>/dev/null || true
+	stop "$D"/slurmd*.pid "$D/slurmctld.pid"
+	# munged last: the others authenticate through it to the end.
+	if [[ -e $D/munged.ours ]]; then stop /run/munge/munged.pid; fi
 }
 
 "$cmd"
