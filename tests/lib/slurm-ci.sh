@@ -4,20 +4,39 @@
 # tests, from Debian 12 packages, as root, without systemd or cgroups.
 #   up    write DIR/slurm.conf, start munged, slurmctld and slurmd, wait
 #         until the node is idle; prints "export SLURM_CONF=DIR/slurm.conf"
-#   down  cancel every job, stop the three daemons (their PID files)
+#         With NODES > 1 (up DIR NODES): nodes n0..n<NODES-1>, one slurmd
+#         each on this host (slurmd -N NAME, a port each: Debian's slurmd
+#         is built with multiple-slurmd support), the CPUs shared out; the
+#         environment of each slurmd and its slurmstepds has
+#         SLURM_CI_NODE=NAME, so that a test can end a node whole.
+#   down  cancel every job, stop the daemons (their PID files)
 # Packages: slurm-wlm (slurmctld slurmd slurm-client slurm-wlm-basic-plugins
 # munge) and libpmix-dev (the mpi/pmix plugin dlopens
 # /usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so; libopenmpi-dev depends on it).
 set -euo pipefail
-cmd=${1:?usage: slurm-ci.sh up|down [DIR]}
+cmd=${1:?usage: slurm-ci.sh up|down [DIR [NODES]]}
 D=${2:-${TMPDIR:-/tmp}/slurm-ci}
+NODES=${3:-1}
 export SLURM_CONF=$D/slurm.conf
 
 up() {
-	local host cpus mem i
+	local host cpus mem i nodes nodelines spool=$D/spool pidfile=$D/slurmd.pid log=$D/log/slurmd.log
 	host=$(hostname -s)
 	cpus=$(nproc --all) # nproc alone honours OMP_NUM_THREADS
 	mem=$(($(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 2))
+	nodes=$host
+	nodelines="NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN"
+	if ((NODES > 1)); then
+		nodes="n[0-$((NODES - 1))]"
+		cpus=$((cpus / NODES > 0 ? cpus / NODES : 1))
+		nodelines="NodeName=$nodes NodeHostname=$host NodeAddr=127.0.0.1 Port=[6818-$((6818 + NODES - 1))]"
+		nodelines+=" CPUs=$cpus RealMemory=$((mem / NODES)) State=UNKNOWN"
+		spool=$D/spool/%n pidfile=$D/slurmd.%n.pid log=$D/log/slurmd.%n.log
+		# The PMIx plugin's client directory (spmix_appdir_UID_JOB.STEP in
+		# TmpFS) names no node: the slurmstepds of one step would share it
+		# ("Cannot create directory ... File exists", the launch fails).
+		nodelines="TmpFS=$D/tmp/%n"$'\n'$nodelines
+	fi
 	# Fresh state every time: a slurmd killed uncleanly leaves PMIx sockets
 	# (stepd.slurm.pmix.J.S: "Address already in use") and job ids are reused.
 	rm -rf "$D"
@@ -32,11 +51,11 @@ CredType=cred/munge
 SlurmctldPort=6817
 SlurmdPort=6818
 StateSaveLocation=$D/state
-SlurmdSpoolDir=$D/spool
+SlurmdSpoolDir=$spool
 SlurmctldPidFile=$D/slurmctld.pid
-SlurmdPidFile=$D/slurmd.pid
+SlurmdPidFile=$pidfile
 SlurmctldLogFile=$D/log/slurmctld.log
-SlurmdLogFile=$D/log/slurmd.log
+SlurmdLogFile=$log
 # no cgroups: processes tracked through /proc, no task binding
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -57,9 +76,9 @@ SlurmdTimeout=600
 PropagatePrioProcess=1
 # a SIGKILLed srun leaves its allocation behind; end it after 15 s
 InactiveLimit=15
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
+$nodelines
 # jobs share the node (a restart starts while the killed job still ends)
-PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
+PartitionName=debug Nodes=$nodes Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
 EOF
 	# munge: the package's postinst made /etc/munge/munge.key
 	if [[ ! -s /etc/munge/munge.key ]]; then
@@ -76,7 +95,14 @@ EOF
 	/usr/sbin/slurmctld -f "$SLURM_CONF" # daemonises; SlurmctldPidFile
 	# slurmstepd's PMIx server loads the hwloc topology with I/O devices: with
 	# an OpenCL ICD installed (mesa-opencl-icd) that takes 20-70 s per job step.
-	HWLOC_COMPONENTS=-opencl,-gl /usr/sbin/slurmd -f "$SLURM_CONF"
+	if ((NODES == 1)); then
+		HWLOC_COMPONENTS=-opencl,-gl /usr/sbin/slurmd -f "$SLURM_CONF"
+	else
+		for ((i = 0; i < NODES; i++)); do
+			mkdir -p "$D/spool/n$i" "$D/tmp/n$i" # slurmd makes only the last part of its spool
+			SLURM_CI_NODE=n$i HWLOC_COMPONENTS=-opencl,-gl /usr/sbin/slurmd -f "$SLURM_CONF" -N "n$i"
+		done
+	fi
 	for ((i = 0; i < 60; i++)); do
 		[[ $(sinfo -h -o %T 2>/dev/null) == idle ]] && break
 		sleep 1
@@ -89,20 +115,33 @@ EOF
 	echo "export SLURM_CONF=$SLURM_CONF"
 }
 
-down() {
-	local f pid i
-	scancel --quiet --user=root 2>/dev/null || true
-	local -a pids=("$D/slurmd.pid" "$D/slurmctld.pid")
-	[[ -e $D/munged.ours ]] && pids+=(/run/munge/munged.pid)
-	for f in "${pids[@]}"; do
+# stop PIDFILE...: SIGTERM to every daemon named, then wait (10 s at most)
+# until all are gone: they take about 2 s each, side by side rather than
+# one after the other.
+stop() {
+	local f pid i alive
+	local -a pids=()
+	for f in "$@"; do
 		[[ -s $f ]] || continue
 		pid=$(<"$f")
-		kill -TERM "$pid" 2>/dev/null || continue
-		for ((i = 0; i < 50; i++)); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.2
-		done
+		kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
 	done
+	for ((i = 0; i < 50; i++)); do
+		alive=0
+		for pid in "${pids[@]}"; do
+			kill -0 "$pid" 2>/dev/null && alive=1
+		done
+		((alive)) || break
+		sleep 0.2
+	done
+	return 0
+}
+
+down() {
+	scancel --quiet --user=root 2>/dev/null || true
+	stop "$D"/slurmd*.pid "$D/slurmctld.pid"
+	# munged last: the others authenticate through it to the end.
+	if [[ -e $D/munged.ours ]]; then stop /run/munge/munged.pid; fi
 }
 
 "$cmd"

@@ -9,8 +9,10 @@
 
 SLURM_CI=$(dirname "${BASH_SOURCE[0]}")/slurm-ci.sh
 
+# slurm_setup [NODES]: NODES > 1 starts that many nodes (slurmds) on this
+# host, n0..n<NODES-1> (slurm-ci.sh).
 slurm_setup() {
-	local p
+	local p nodes=${1:-1}
 	for p in srun sbatch squeue scontrol scancel sinfo /usr/sbin/slurmctld /usr/sbin/slurmd \
 		/usr/sbin/munged; do
 		command -v "$p" >/dev/null || cr_skip "$p not found (packages slurm-wlm, munge: .ci/deps)"
@@ -22,9 +24,9 @@ slurm_setup() {
 	fi
 	SLURM_DIR=$CR_TMP/slurm
 	CR_AT_EXIT+=("bash '$SLURM_CI' down '$SLURM_DIR'")
-	bash "$SLURM_CI" up "$SLURM_DIR" >/dev/null || cr_fail "cannot start the one-node Slurm cluster"
+	bash "$SLURM_CI" up "$SLURM_DIR" "$nodes" >/dev/null || cr_fail "cannot start the $nodes-node Slurm cluster"
 	export SLURM_CONF=$SLURM_DIR/slurm.conf
-	cr_ok "one-node Slurm cluster up ($(sinfo -h -o '%N %c CPUs %T'))"
+	cr_ok "$nodes-node Slurm cluster up ($(sinfo -h -o '%N %c CPUs %T'))"
 	# Ranks yield when idle, as under mpirun --oversubscribe (the other
 	# tests): busy-polling ranks on a loaded two-core machine took minutes.
 	export OMPI_MCA_mpi_yield_when_idle=1
@@ -32,6 +34,14 @@ slurm_setup() {
 	cr_mpirun() {
 		echo srun -J "$(basename "$CR_APP")" -n "$CR_NP" --overcommit --mpi=pmix --kill-on-bad-exit=1
 	}
+}
+
+# slurm_node_pids NODE: every process of node NODE of a cluster of several
+# (slurm_setup NODES): its slurmd and slurmstepds (SLURM_CI_NODE) and the
+# tasks they started (SLURMD_NODENAME).
+slurm_node_pids() {
+	{ grep -lzxE "SLURM_CI_NODE=$1|SLURMD_NODENAME=$1" /proc/[0-9]*/environ 2>/dev/null || true; } |
+		cut -d/ -f3
 }
 
 # slurm_job_id FILE: the id in sbatch's "Submitted batch job N" line.
