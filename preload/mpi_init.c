@@ -6,6 +6,7 @@
 #include "interpose.h"
 #include "slurm.h"
 #include "start.h"
+#include "unseen.h"
 
 
 EXPORT int MPI_Init(int *argc, char ***argv)
@@ -41,6 +42,7 @@ EXPORT int MPI_Finalize(void)
 	int ret;
 
 	stasis_depth++;
+	unseen_check();
 	engine_finalize();
 	ret = PMPI_Finalize();
 	stasis_depth--;
@@ -76,6 +78,7 @@ FORTRAN_ALIASES(mpi_init_thread, MPI_INIT_THREAD)
 EXPORT void mpi_finalize_(MPI_Fint *ierr)
 {
 	stasis_depth++;
+	unseen_check();
 	engine_finalize();
 	REAL(mpi_finalize_);
 	real(ierr);
