@@ -1,8 +1,10 @@
 ! f08solve: a Jacobi solver on the mpi_f08 bindings, a checkpoint test
 ! subject for `use mpi_f08` (issue 16): a Cartesian communicator,
 ! non-blocking halo exchanges with a derived datatype, a persistent
-! request, a user reduction operation, and one routine on the `use mpi`
-! bindings mixed in (the handle passed as its INTEGER, comm%MPI_VAL).
+! request, a user reduction operation, and routines on the `use mpi`
+! bindings mixed in (handles passed as their INTEGER, comm%MPI_VAL), one
+! of them making datatypes with MPI-1's MPI_TYPE_HVECTOR and
+! MPI_TYPE_HINDEXED.
 !
 !   f08solve [N [ITERS]]
 !
@@ -12,7 +14,8 @@
 ! block are strided in Fortran: an MPI_Type_vector), relaxes the block,
 ! passes a token east with a persistent send, and every 8 steps sums the
 ! change over the grid with a user operation and over its row (the
-! communicator of MPI_Cart_sub) through `use mpi`. Most calls leave the
+! communicator of MPI_Cart_sub) through `use mpi`, and broadcasts picks
+! of a work array with the MPI-1 datatypes. Most calls leave the
 ! optional IERROR out, as f08 programs do.
 !
 ! Output (rank 0, stdout, at the end): one line with a checksum.
@@ -29,6 +32,19 @@ contains
 
     call mpi_allreduce(x, total, 1, MPI_DOUBLE_PRECISION, MPI_SUM, comm, ierr)
   end subroutine row_sum
+
+  ! MPI-1's constructors, with INTEGER stride and displacements (bytes):
+  ! every other double, four of them; one double, then two from the fourth.
+  subroutine mpi1_types(hv, hi)
+    use mpi
+    integer, intent(out) :: hv, hi
+    integer :: ierr
+
+    call mpi_type_hvector(4, 1, 16, MPI_DOUBLE_PRECISION, hv, ierr)
+    call mpi_type_commit(hv, ierr)
+    call mpi_type_hindexed(2, [1, 2], [0, 24], MPI_DOUBLE_PRECISION, hi, ierr)
+    call mpi_type_commit(hi, ierr)
+  end subroutine mpi1_types
 end module f08solve_mpi1
 
 module f08solve_op
@@ -59,7 +75,8 @@ program f08solve
   integer :: dims(2), coords(2), cnt
   logical :: periods(2), keep(2)
   type(MPI_Comm) :: grid, row
-  type(MPI_Datatype) :: edge_row
+  type(MPI_Datatype) :: edge_row, hv, hi
+  double precision :: work(8)
   type(MPI_Request) :: reqs(8), ping
   type(MPI_Status) :: statuses(8)
   type(MPI_Op) :: op
@@ -94,6 +111,7 @@ program f08solve
   ! A row of u(0:n+1, 0:n+1) without its halo ends: n elements n+2 apart.
   call MPI_Type_vector(n, 1, n + 2, MPI_DOUBLE_PRECISION, edge_row)
   call MPI_Type_commit(edge_row)
+  call mpi1_types(hv%MPI_VAL, hi%MPI_VAL)
   call MPI_Op_create(sumsq, .true., op)
   ! A persistent send of a token around the row, started every step.
   call MPI_Send_init(tok_out, 1, MPI_DOUBLE_PRECISION, east, 9, grid, ping)
@@ -143,12 +161,19 @@ program f08solve
       call MPI_Allreduce(local, global, 2, MPI_DOUBLE_PRECISION, op, grid)
       call row_sum(row%MPI_VAL, local(2), rsum)
       check = check + global(1) + 1.0d-9 * global(2) + 1.0d-12 * rsum
+      ! The root's picks of work over everybody's.
+      work = [(dble(rank * 8 + i) + u(i, i), i = 1, 8)]
+      call MPI_Bcast(work, 1, hv, mod(it / 8, size), grid)
+      call MPI_Bcast(work, 1, hi, mod(it / 8 + 1, size), grid)
+      check = check + 1.0d-6 * sum(work)
     end if
   end do
 
   call MPI_Request_free(ping)
   call MPI_Op_free(op)
   call MPI_Type_free(edge_row)
+  call MPI_Type_free(hv)
+  call MPI_Type_free(hi)
   call MPI_Allreduce(MPI_IN_PLACE, check, 1, MPI_DOUBLE_PRECISION, MPI_SUM, grid)
   if (rank == 0) then
     write(*, '(a, i0, a, i0, a, i0, a, i0, a, i0, a, es24.16)') 'f08solve: n=', n, &
