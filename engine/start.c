@@ -23,6 +23,7 @@
 #include "start.h"
 #include "section.h"
 #include "tracking.h"
+#include "unseen.h"
 
 /* The restore overwrites the main stack, where argv and environ live: the
  * runtime must only ever see copies (DESIGN.md section 2). */
@@ -48,6 +49,7 @@ void engine_before_init(int **argc, char ****argv)
 	const char *restart = getenv("STASIS_RESTART");
 	int n = 0;
 
+	unseen_init_seen();
 	if (!stasis_active || !restart || strcmp(restart, "1"))
 		return;
 	while (environ[n])

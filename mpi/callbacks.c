@@ -1,4 +1,6 @@
 #define LOG_PREFIX "callbacks: "
+/* mpi.h declares the MPI-1 functions MPI-3 removed only when asked. */
+#define OMPI_OMIT_MPI1_COMPAT_DECLS 0
 #include <stdlib.h>
 #include <string.h>
 
@@ -313,6 +315,19 @@ EXPORT int MPI_Win_create_keyval(MPI_Win_copy_attr_function *copy,
 	return ret;
 }
 
+/* MPI-1's name (calls.def): in C its functions are MPI_Comm_create_keyval's
+ * under older type names, and it is recorded and made again as one. */
+EXPORT int MPI_Keyval_create(MPI_Copy_function *copy, MPI_Delete_function *del, int *keyval,
+			     void *extra)
+{
+	int ret;
+
+	stasis_depth++;
+	ret = keyval_c(KEYVAL_COMM, (void *)copy, (void *)del, keyval, extra, "MPI_Keyval_create");
+	stasis_depth--;
+	return ret;
+}
+
 /* --- error handlers --------------------------------------------------------------- */
 
 enum eh_which { EH_COMM, EH_WIN, EH_FILE };
@@ -360,6 +375,17 @@ EXPORT int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errh
 
 	stasis_depth++;
 	ret = errhandler_c(EH_COMM, (void *)fn, eh, "MPI_Comm_create_errhandler");
+	stasis_depth--;
+	return ret;
+}
+
+/* MPI-1's name (calls.def): a communicator's error handler. */
+EXPORT int MPI_Errhandler_create(MPI_Handler_function *fn, MPI_Errhandler *eh)
+{
+	int ret;
+
+	stasis_depth++;
+	ret = errhandler_c(EH_COMM, (void *)fn, eh, "MPI_Errhandler_create");
 	stasis_depth--;
 	return ret;
 }
@@ -450,6 +476,21 @@ EXPORT void mpi_win_create_keyval_(void *copy, void *del, MPI_Fint *keyval, MPI_
 }
 FORTRAN_ALIASES(mpi_win_create_keyval, MPI_WIN_CREATE_KEYVAL)
 
+/* MPI_KEYVAL_CREATE: MPI-1's Fortran callbacks take INTEGER attribute
+ * values and extra state where MPI_COMM_CREATE_KEYVAL's take address-sized
+ * ones, which stasis's records do not tell apart yet: passed on, and
+ * checkpoints switched off, naming it. */
+EXPORT void mpi_keyval_create_(void *copy, void *del, MPI_Fint *keyval, MPI_Fint *extra,
+			       MPI_Fint *ierr)
+{
+	stasis_depth++;
+	fortran_real("mpi_keyval_create_")(copy, del, keyval, extra, ierr);
+	if (*ierr == MPI_SUCCESS)
+		session_unsupported("MPI_KEYVAL_CREATE (Fortran: MPI-1's INTEGER attribute callbacks)");
+	stasis_depth--;
+}
+FORTRAN_ALIASES(mpi_keyval_create, MPI_KEYVAL_CREATE)
+
 static const char *const eh_fortran[] = {"mpi_comm_create_errhandler_",
 					  "mpi_win_create_errhandler_",
 					  "mpi_file_create_errhandler_"};
@@ -470,6 +511,14 @@ EXPORT void mpi_comm_create_errhandler_(void *fn, MPI_Fint *eh, MPI_Fint *ierr)
 	errhandler_f(EH_COMM, fn, eh, ierr);
 }
 FORTRAN_ALIASES(mpi_comm_create_errhandler, MPI_COMM_CREATE_ERRHANDLER)
+
+/* MPI_ERRHANDLER_CREATE: what MPI_COMM_CREATE_ERRHANDLER does, recorded
+ * and made again as that. */
+EXPORT void mpi_errhandler_create_(void *fn, MPI_Fint *eh, MPI_Fint *ierr)
+{
+	errhandler_f(EH_COMM, fn, eh, ierr);
+}
+FORTRAN_ALIASES(mpi_errhandler_create, MPI_ERRHANDLER_CREATE)
 
 EXPORT void mpi_win_create_errhandler_(void *fn, MPI_Fint *eh, MPI_Fint *ierr)
 {

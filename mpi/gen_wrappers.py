@@ -20,6 +20,7 @@ supported (stasis-run --unsupported).
 import re
 import sys
 
+from gen_f08 import emit_f08, f08_wrapped
 from gen_recorded import emit_recorded, emit_trampolines, write_recorders_h
 from gen_table import (ARRAY_BUF, HANDLES, NULLS, has_fortran, indent, len_expr,
                        parse_header, parse_table, req_kind)
@@ -724,6 +725,8 @@ def main():
         if has_fortran(f):
             out.append(emit_fortran(f))
     out.append(emit_trampolines())
+    out.append(emit_f08([f for f in ordered if f08_wrapped(f, has_fortran(f) and (
+        f.kind == "custom_c" or (needs_wrapper(f) and f.kind not in ("c2f", "f2c"))))]))
     with open(out_c, "w") as fp:
         fp.write("".join(out))
     write_recorders_h(out_h, ordered)

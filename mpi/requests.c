@@ -215,6 +215,13 @@ static bool settle(void *v, bool real_is_null, bool done, MPI_Status *st)
 	if (!e)
 		return real_is_null;
 	if (e->flags & VH_DONE) {
+		/* Completed during a checkpoint: the program's once the call
+		 * completes it. A Testall (MPI_Waitall's loop, blocking.h)
+		 * that finds others still pending leaves it, status and all:
+		 * handed over then, its status was lost by the time the
+		 * last one finished (a restarted Waitall gave an empty one). */
+		if (!done)
+			return false;
 		give_status(e, st);
 		if (e->flags & VH_PERSISTENT)
 			return false;
@@ -270,8 +277,11 @@ void mpi_req_settle_f(MPI_Fint *app, MPI_Fint real_f, bool done, MPI_Fint *st)
 	}
 	e = vh_entry_at(VH_REQUEST, (uint32_t)(*app - VH_FBASE));
 	if (e && (e->flags & VH_DONE)) {
-		bool gone = settle(vh_f2c(VH_REQUEST, *app), true, done, &cst);
+		bool gone;
 
+		if (!done)
+			return;
+		gone = settle(vh_f2c(VH_REQUEST, *app), true, done, &cst);
 		status_to_f(&cst, st);
 		if (gone)
 			*app = null_f();

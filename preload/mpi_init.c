@@ -6,6 +6,7 @@
 #include "interpose.h"
 #include "slurm.h"
 #include "start.h"
+#include "unseen.h"
 
 
 EXPORT int MPI_Init(int *argc, char ***argv)
@@ -41,6 +42,7 @@ EXPORT int MPI_Finalize(void)
 	int ret;
 
 	stasis_depth++;
+	unseen_check();
 	engine_finalize();
 	ret = PMPI_Finalize();
 	stasis_depth--;
@@ -76,9 +78,34 @@ FORTRAN_ALIASES(mpi_init_thread, MPI_INIT_THREAD)
 EXPORT void mpi_finalize_(MPI_Fint *ierr)
 {
 	stasis_depth++;
+	unseen_check();
 	engine_finalize();
 	REAL(mpi_finalize_);
 	real(ierr);
 	stasis_depth--;
 }
 FORTRAN_ALIASES(mpi_finalize, MPI_FINALIZE)
+
+/* `use mpi_f08` calls these (Open MPI's forward to the mpif.h functions,
+ * as mpi/gen_f08.py says), with IERROR optional: a null pointer when the
+ * program leaves it out. */
+EXPORT void mpi_init_f08_(MPI_Fint *ierr)
+{
+	MPI_Fint e = MPI_SUCCESS;
+
+	mpi_init_(ierr ? ierr : &e);
+}
+
+EXPORT void mpi_init_thread_f08_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
+{
+	MPI_Fint e = MPI_SUCCESS;
+
+	mpi_init_thread_(required, provided, ierr ? ierr : &e);
+}
+
+EXPORT void mpi_finalize_f08_(MPI_Fint *ierr)
+{
+	MPI_Fint e = MPI_SUCCESS;
+
+	mpi_finalize_(ierr ? ierr : &e);
+}

@@ -3,14 +3,21 @@
  * freed at the end with MPI_Keyval_free, MPI_Attr_get of a predefined
  * attribute (MPI_TAG_UB), MPI_Errhandler_set/get, MPI_Address and
  * MPI_Type_extent/lb/ub, every step of a loop whose sums run on the
- * communicator carrying the attribute. The attribute's value must still be
- * there after a restart and its pointer the same.
+ * communicator carrying the attribute; datatypes made by MPI_Type_hvector,
+ * MPI_Type_hindexed and MPI_Type_struct carry part of every step's data.
+ * After the loop, a keyval of MPI_Keyval_create (MPI_DUP_FN and a delete
+ * function of the program's) is copied by MPI_Comm_dup and deleted by
+ * MPI_Comm_free, and an error handler of MPI_Errhandler_create is called:
+ * all made before the loop, so a restart must have made them again. The
+ * attribute's value must still be there after a restart and its pointer
+ * the same.
  *
  *   mpi1 [N [ITERS]]
  *
  * Output (rank 0, stdout, at the end): one line with every rank's hash.
  */
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,19 +25,58 @@
 #include "hash.h"
 
 static int slots[2] = {3, 5};
+static int deleted, handled, extra_state;
+
+struct pair {
+	int i;
+	double d;
+};
+
+static int on_delete(MPI_Comm comm, int keyval, void *val, void *extra)
+{
+	(void)comm;
+	(void)keyval;
+	if (val == &slots[0] && extra == &extra_state)
+		deleted++;
+	return MPI_SUCCESS;
+}
+
+static void on_error(MPI_Comm *comm, int *code, ...)
+{
+	(void)comm;
+	if (*code == MPI_ERR_OTHER)
+		handled++;
+}
 
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 4096, iters = argc > 2 ? atoi(argv[2]) : 4000;
-	int rank, kv, flag, *tag_ub, *val, bad = 0;
-	MPI_Comm dup;
-	MPI_Errhandler eh;
+	int rank, size, kv, kv1, flag, *tag_ub, *val, bad = 0;
+	int hi_len[2] = {1, 3}, st_len[2] = {1, 1};
+	MPI_Aint hi_disp[2] = {0, 3 * sizeof(double)},
+		 st_disp[2] = {offsetof(struct pair, i), offsetof(struct pair, d)};
+	MPI_Datatype st_types[2] = {MPI_INT, MPI_DOUBLE}, hv, hi, st;
+	struct pair pr;
+	double in[8];
+	MPI_Comm dup, dup2;
+	MPI_Errhandler eh, eh1;
 	uint64_t h = HASH_START, all;
 	double *u;
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+	MPI_Keyval_create(MPI_DUP_FN, on_delete, &kv1, &extra_state);
+	MPI_Errhandler_create(on_error, &eh1);
+	/* Every other double, four; one double, then three from the fourth;
+	 * a struct of an int and a double. */
+	MPI_Type_hvector(4, 1, 2 * sizeof(double), MPI_DOUBLE, &hv);
+	MPI_Type_hindexed(2, hi_len, hi_disp, MPI_DOUBLE, &hi);
+	MPI_Type_struct(2, st_len, st_disp, st_types, &st);
+	MPI_Type_commit(&hv);
+	MPI_Type_commit(&hi);
+	MPI_Type_commit(&st);
 	MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &kv, NULL);
 	MPI_Attr_put(dup, kv, &slots[0]);
 	MPI_Errhandler_set(dup, MPI_ERRORS_RETURN);
@@ -64,12 +110,43 @@ int main(int argc, char **argv)
 		MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_SUM, dup);
 		u[0] = 1e-3 * s;
 		h = hash_mix(h, &s, sizeof(s));
+		/* From the left neighbour: 4 strided doubles into one and three
+		 * more from the fourth; the root's pair to all. */
+		if (MPI_Sendrecv(&u[8], 1, hv, (rank + 1) % size, 7, in, 1, hi,
+				 (rank + size - 1) % size, 7, dup, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+			bad++;
+		u[1] += 1e-3 * (in[0] + in[3] + in[4] + in[5]);
+		pr.i = it + rank;
+		pr.d = u[1];
+		MPI_Bcast(&pr, 1, st, it % size, dup);
+		h = hash_mix(h, &pr.i, sizeof(pr.i));
+		h = hash_mix(h, &pr.d, sizeof(pr.d));
 		if (it % 100 == 99) {
 			/* Another value for the attribute. */
 			MPI_Attr_delete(dup, kv);
 			MPI_Attr_put(dup, kv, &slots[(it / 100) % 2]);
 		}
 	}
+	/* The MPI-1 keyval and error handler made before the loop. */
+	MPI_Attr_put(dup, kv1, &slots[0]);
+	MPI_Comm_dup(dup, &dup2);
+	MPI_Attr_get(dup2, kv1, &val, &flag);
+	if (!flag || val != &slots[0])
+		bad++;
+	MPI_Comm_free(&dup2);
+	MPI_Attr_delete(dup, kv1);
+	if (deleted != 2)
+		bad++;
+	MPI_Errhandler_set(dup, eh1);
+	MPI_Comm_call_errhandler(dup, MPI_ERR_OTHER);
+	if (handled != 1)
+		bad++;
+	MPI_Errhandler_set(dup, MPI_ERRORS_RETURN);
+	MPI_Errhandler_free(&eh1);
+	MPI_Keyval_free(&kv1);
+	MPI_Type_free(&hv);
+	MPI_Type_free(&hi);
+	MPI_Type_free(&st);
 	h = hash_mix(h, &bad, sizeof(bad));
 	MPI_Reduce(&h, &all, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
 	MPI_Reduce(rank ? &bad : MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
