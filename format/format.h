@@ -213,6 +213,22 @@ enum file_kind {
 	FILE_TIMERFD = 7,  /* payload a struct timerfd_record */
 	FILE_SIGNALFD = 8, /* offset the signal mask (bit n-1: signal n) */
 	FILE_EPOLL = 9,	   /* payload struct epoll_watch[]: its registrations */
+	FILE_SOCKETPAIR = 10, /* an end of an AF_UNIX socketpair whose both ends are
+			       * the program's: ino its inode, rdev its peer's,
+			       * size its type (SOCK_STREAM ...), mtime_sec and
+			       * mtime_nsec its SO_SNDBUF and SO_RCVBUF; payload
+			       * what waited in its receive queue: messages, each a
+			       * u32 length and its bytes */
+	FILE_INOTIFY = 11,    /* payload struct inotify_watch[], each followed by
+			       * its path (path_len bytes, padded to 8) */
+};
+
+struct inotify_watch {
+	int32_t wd;	   /* the watch descriptor the program holds */
+	uint32_t mask;	   /* IN_MODIFY, ..., IN_ONESHOT, IN_DONT_FOLLOW ... */
+	uint32_t path_len; /* the absolute path it was added with */
+	uint32_t reserved;
+	uint64_t ino; /* of the watched file, checked at the restart */
 };
 
 struct timerfd_record {
