@@ -61,10 +61,11 @@ enum section_kind {
 	SECTION_TLS = 9,	/* thread-local storage and pthread keys: struct tls_record */
 	SECTION_THREADS = 10,	/* application threads: struct threads_record */
 	SECTION_LIBRARIES = 11, /* libraries loaded with dlopen(): struct libraries_record */
+	SECTION_TIMERS = 12,	/* POSIX timers (timer_create): struct timers_record */
 };
 
 #define SECTION_FIRST SECTION_MPI
-#define SECTION_LAST SECTION_LIBRARIES
+#define SECTION_LAST SECTION_TIMERS
 
 enum region_flags {
 	REGION_PARTIAL = 1u << 0, /* incremental: bitmap + dirty pages only */
@@ -155,6 +156,26 @@ struct signals_record {
 	uint32_t altstack_flags; /* SS_DISABLE when there is none */
 	uint32_t pdeathsig;	 /* prctl(PR_SET_PDEATHSIG), 0 none */
 	uint64_t pending;	 /* signals pending for the main thread (blocked) */
+};
+
+/* SECTION_TIMERS: the program's POSIX timers (process/ptimers.h): a struct
+ * timers_record and ntimers struct ptimer_record. */
+#define STASIS_TIMERS_MAGIC "STASISPT"
+
+struct ptimer_record {
+	int32_t id;	  /* the kernel's timer id, which the program holds */
+	int32_t clockid;  /* CLOCK_MONOTONIC, ... */
+	int32_t notify;	  /* SIGEV_SIGNAL or SIGEV_NONE */
+	int32_t signo;	  /* its signal */
+	uint64_t value;	  /* sigev_value */
+	int64_t value_sec, value_nsec;	     /* time left, 0: disarmed */
+	int64_t interval_sec, interval_nsec; /* its interval */
+};
+
+struct timers_record {
+	char magic[8]; /* STASIS_TIMERS_MAGIC */
+	uint32_t record_size; /* sizeof(struct ptimer_record) */
+	uint32_t ntimers;
 };
 
 /* SECTION_MAPPINGS: what the image expects of the address space it is put back

@@ -19,7 +19,9 @@
  *     lengths, one sent and one received each iteration;
  *   - an inotify instance: a watch on "/" removed again (so that the next
  *     numbers are not the first), a watch on a file of its own in TMPDIR
- *     (written at the end, its events read and counted) and one on /usr.
+ *     (written at the end, its events read and counted) and one on /usr;
+ *   - POSIX timers: one signalling SIGWINCH (blocked) in 2 hours, every
+ *     hour, and one of SIGEV_NONE in 90 minutes, made after one deleted.
  * What the loop reads is folded into a heat-like computation's hash; an
  * MPI_Allreduce ends every iteration. At the end each rank reads what is
  * left in the pipe, the timers and the signalfd's mask (fdinfo), so that the
@@ -29,7 +31,7 @@
  *
  * Output (rank 0, stdout):
  *   evloop: n=<N> iters=<ITERS> left=<bytes> ticks=<t> far=<ok> sock=<bytes>
- *   ino=<events> hash=<16 hex>
+ *   ino=<events> ptimers=<armed> hash=<16 hex>
  */
 #include <fcntl.h>
 #include <mpi.h>
@@ -43,6 +45,7 @@
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hash.h"
@@ -86,7 +89,7 @@ int main(int argc, char **argv)
 {
 	int n = 65536, iters = 16000, pos = 0, size, p[2], ev, sem, ep, far, once, sfd;
 	double *u, *v, sum, total;
-	uint64_t h = HASH_START, val, ticks = 0, all[1], mine[6];
+	uint64_t h = HASH_START, val, ticks = 0, all[1], mine[7];
 	long left = 0;
 	unsigned char buf[4096];
 	struct itimerspec its = {{7200, 0}, {3600, 0}}, now;
@@ -95,6 +98,8 @@ int main(int argc, char **argv)
 	int ss[2], ds[2], ino, wd[3];
 	char watched[4096];
 	uint64_t sock = 0, inev = 0;
+	timer_t pt[3];
+	struct sigevent sev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGWINCH};
 
 	for (int i = 1; i < argc; i++) {
 		if (pos++ == 0)
@@ -114,6 +119,7 @@ int main(int argc, char **argv)
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGURG);
+	sigaddset(&set, SIGWINCH);
 	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) || sigprocmask(SIG_BLOCK, &set, NULL))
 		die("pipe2");
 	ev = eventfd(0, EFD_NONBLOCK);
@@ -150,6 +156,14 @@ int main(int argc, char **argv)
 		die("inotify_add_watch");
 	if (read(ino, buf, sizeof(buf)) <= 0) /* the removed watch's IN_IGNORED */
 		die("no IN_IGNORED");
+	its = (struct itimerspec){{3600, 0}, {7200, 0}};
+	if (timer_create(CLOCK_MONOTONIC, &sev, &pt[0]) || timer_settime(pt[0], 0, &its, NULL))
+		die("timer_create");
+	sev.sigev_notify = SIGEV_NONE;
+	its = (struct itimerspec){{0, 0}, {5400, 0}};
+	if (timer_create(CLOCK_REALTIME, &sev, &pt[1]) || timer_delete(pt[1]) ||
+	    timer_create(CLOCK_REALTIME, &sev, &pt[2]) || timer_settime(pt[2], 0, &its, NULL))
+		die("timer_create");
 	watch(ep, p[0], EPOLLIN, 1);
 	watch(ep, ev, EPOLLIN, 2);
 	watch(ep, sem, EPOLLIN | EPOLLET, 3);
@@ -250,6 +264,17 @@ int main(int argc, char **argv)
 			}
 		h = hash_mix(h, wd, sizeof(wd));
 	}
+	/* The POSIX timers: still armed, their intervals kept. */
+	{
+		struct itimerspec a, b;
+
+		if (timer_gettime(pt[0], &a) || timer_gettime(pt[2], &b))
+			die("timer_gettime");
+		mine[6] = (a.it_value.tv_sec > 0 && a.it_value.tv_sec <= 7200 &&
+			   a.it_interval.tv_sec == 3600) +
+			  (b.it_value.tv_sec > 0 && b.it_value.tv_sec <= 5400 &&
+			   !b.it_interval.tv_sec && !b.it_interval.tv_nsec);
+	}
 	if (read(once, &ticks, 8) != 8)
 		ticks = 0;
 	if (timerfd_gettime(far, &now))
@@ -266,16 +291,17 @@ int main(int argc, char **argv)
 	mine[5] = inev;
 	MPI_Reduce(mine, all, 1, MPI_UINT64_T, MPI_BXOR, 0, MPI_COMM_WORLD);
 	if (rank == 0) {
-		uint64_t sums[5];
+		uint64_t sums[6];
 
-		MPI_Reduce(&mine[1], sums, 5, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+		MPI_Reduce(&mine[1], sums, 6, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
 		printf("evloop: n=%d iters=%d left=%llu ticks=%llu far=%llu/%d sock=%llu ino=%llu "
-		       "hash=%016llx\n",
+		       "ptimers=%llu hash=%016llx\n",
 		       n, iters, (unsigned long long)sums[0], (unsigned long long)sums[1],
 		       (unsigned long long)sums[2], size, (unsigned long long)sums[3],
-		       (unsigned long long)sums[4], (unsigned long long)all[0]);
+		       (unsigned long long)sums[4], (unsigned long long)sums[5],
+		       (unsigned long long)all[0]);
 	} else {
-		MPI_Reduce(&mine[1], NULL, 5, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+		MPI_Reduce(&mine[1], NULL, 6, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
 	}
 	MPI_Finalize();
 	return 0;
