@@ -9,6 +9,7 @@
 #include "maps.h"
 #include "parts.h"
 #include "procname.h"
+#include "ptimers.h"
 #include "session.h"
 #include "sigstate.h"
 #include "section.h"
@@ -22,6 +23,7 @@ static const struct part_ops *const parts[] = {
     &threads_part,   /* stopped first and resumed last; released last on a restart */
     &files_part,     /* checked before anything of a restart changes the process */
     &signals_part,   /* held before mappings are read: nothing may change protections then */
+    &timers_part,    /* armed again once the program's signal dispositions are back */
     &mappings_part,  /* checked after the libraries are back: they are among the mappings */
     &callstack_part, /* saved only, for stasis-inspect */
     &procname_part,  /* restart only: /proc's command line, once the stack is back */

@@ -61,10 +61,11 @@ enum section_kind {
 	SECTION_TLS = 9,	/* thread-local storage and pthread keys: struct tls_record */
 	SECTION_THREADS = 10,	/* application threads: struct threads_record */
 	SECTION_LIBRARIES = 11, /* libraries loaded with dlopen(): struct libraries_record */
+	SECTION_TIMERS = 12,	/* POSIX timers (timer_create): struct timers_record */
 };
 
 #define SECTION_FIRST SECTION_MPI
-#define SECTION_LAST SECTION_LIBRARIES
+#define SECTION_LAST SECTION_TIMERS
 
 enum region_flags {
 	REGION_PARTIAL = 1u << 0, /* incremental: bitmap + dirty pages only */
@@ -157,6 +158,26 @@ struct signals_record {
 	uint64_t pending;	 /* signals pending for the main thread (blocked) */
 };
 
+/* SECTION_TIMERS: the program's POSIX timers (process/ptimers.h): a struct
+ * timers_record and ntimers struct ptimer_record. */
+#define STASIS_TIMERS_MAGIC "STASISPT"
+
+struct ptimer_record {
+	int32_t id;	  /* the kernel's timer id, which the program holds */
+	int32_t clockid;  /* CLOCK_MONOTONIC, ... */
+	int32_t notify;	  /* SIGEV_SIGNAL or SIGEV_NONE */
+	int32_t signo;	  /* its signal */
+	uint64_t value;	  /* sigev_value */
+	int64_t value_sec, value_nsec;	     /* time left, 0: disarmed */
+	int64_t interval_sec, interval_nsec; /* its interval */
+};
+
+struct timers_record {
+	char magic[8]; /* STASIS_TIMERS_MAGIC */
+	uint32_t record_size; /* sizeof(struct ptimer_record) */
+	uint32_t ntimers;
+};
+
 /* SECTION_MAPPINGS: what the image expects of the address space it is put back
  * into (process/maps.h): the application libraries, by load address and file
  * contents, the top of the main stack, and the memory of the image whose
@@ -213,6 +234,22 @@ enum file_kind {
 	FILE_TIMERFD = 7,  /* payload a struct timerfd_record */
 	FILE_SIGNALFD = 8, /* offset the signal mask (bit n-1: signal n) */
 	FILE_EPOLL = 9,	   /* payload struct epoll_watch[]: its registrations */
+	FILE_SOCKETPAIR = 10, /* an end of an AF_UNIX socketpair whose both ends are
+			       * the program's: ino its inode, rdev its peer's,
+			       * size its type (SOCK_STREAM ...), mtime_sec and
+			       * mtime_nsec its SO_SNDBUF and SO_RCVBUF; payload
+			       * what waited in its receive queue: messages, each a
+			       * u32 length and its bytes */
+	FILE_INOTIFY = 11,    /* payload struct inotify_watch[], each followed by
+			       * its path (path_len bytes, padded to 8) */
+};
+
+struct inotify_watch {
+	int32_t wd;	   /* the watch descriptor the program holds */
+	uint32_t mask;	   /* IN_MODIFY, ..., IN_ONESHOT, IN_DONT_FOLLOW ... */
+	uint32_t path_len; /* the absolute path it was added with */
+	uint32_t reserved;
+	uint64_t ino; /* of the watched file, checked at the restart */
 };
 
 struct timerfd_record {

@@ -8,8 +8,9 @@
  *
  * What a restart can open again (regular files, directories, /dev/null
  * and the like) or make again (pipes, eventfds, epoll instances, timerfds,
- * signalfds: process/fds_event.c) is moved into the program's range; what
- * it cannot (sockets, socketpairs, memfds, inotify, FIFOs, other devices,
+ * signalfds, AF_UNIX socketpairs, inotify instances: process/fds_event.c)
+ * is moved into the program's range; what it cannot (sockets, memfds,
+ * fanotify, FIFOs, other devices,
  * files without a name) switches checkpoints off where it is made, naming
  * it. Writes that would change bytes a checkpoint holds
  * are looked at before they happen (writes.c). */
@@ -529,7 +530,16 @@ EXPORT int socketpair(int domain, int type, int protocol, int sv[2])
 	REAL(socketpair);
 	int ret = real(domain, type, protocol, sv);
 
-	REFUSE_IF_MADE(ret == 0, "a pair of sockets (socketpair())");
+	if (ret || !for_application_main_thread(CALLER))
+		return ret;
+	if (domain != AF_UNIX) {
+		fds_refuse("a pair of sockets of domain %d (socketpair())", domain);
+		return ret;
+	}
+	/* Both ends the program's: made again by a restart (fds_socket.c). */
+	sv[0] = fds_made(sv[0], "socketpair()");
+	sv[1] = fds_made(sv[1], "socketpair()");
+	fds_socket_paired(sv[0], sv[1]);
 	return ret;
 }
 
@@ -597,7 +607,7 @@ EXPORT int inotify_init(void)
 	REAL(inotify_init);
 	int fd = real();
 
-	REFUSE_IF_MADE(fd >= 0, "an inotify instance (inotify_init())");
+	PLACE_IF_MADE(fd >= 0, fd, "inotify_init()");
 	return fd;
 }
 
@@ -606,8 +616,19 @@ EXPORT int inotify_init1(int flags)
 	REAL(inotify_init1);
 	int fd = real(flags);
 
-	REFUSE_IF_MADE(fd >= 0, "an inotify instance (inotify_init1())");
+	PLACE_IF_MADE(fd >= 0, fd, "inotify_init1()");
 	return fd;
+}
+
+/* The path of each watch: the kernel keeps only a file handle. */
+EXPORT int inotify_add_watch(int fd, const char *path, uint32_t mask)
+{
+	REAL(inotify_add_watch);
+	int wd = real(fd, path, mask);
+
+	if (wd >= 0 && path && for_application_main_thread(CALLER))
+		fds_inotify_added(fd, wd, path, mask);
+	return wd;
 }
 
 EXPORT int fanotify_init(unsigned int flags, unsigned int event_f_flags)

@@ -13,10 +13,9 @@
  * A program that takes stasis's own signals synchronously (sigwait,
  * sigwaitinfo, sigtimedwait, signalfd) gets a warning naming the conflict.
  *
- * POSIX timers (timer_create) are refused: glibc's SIGEV_THREAD timers are
- * threads of their own, and a SIGEV_SIGNAL timer could only come back under
- * the id the program holds with the kernel's PR_TIMER_CREATE_RESTORE_IDS
- * (Linux 6.15), which stasis does not use yet. */
+ * The program's POSIX timers (timer_create, timer_delete) are noted for
+ * process/ptimers.c, which saves them and makes them again under the ids
+ * the program holds (SIGEV_THREAD ones are refused there). */
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -25,6 +24,7 @@
 
 #include "runtime.h"
 #include "interpose.h"
+#include "ptimers.h"
 #include "regions.h"
 #include "sigstate.h"
 
@@ -184,8 +184,20 @@ EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct times
 
 EXPORT int timer_create(clockid_t clock, struct sigevent *sev, timer_t *id)
 {
-	if (stasis_active && stasis_depth == 0 && regions_app_code(CALLER))
-		session_unsupported("POSIX timers (timer_create)");
 	REAL(timer_create);
-	return real(clock, sev, id);
+	int ret = real(clock, sev, id);
+
+	if (!ret && stasis_active && stasis_depth == 0 && regions_app_code(CALLER))
+		ptimers_created(clock, sev, *id);
+	return ret;
+}
+
+EXPORT int timer_delete(timer_t id)
+{
+	REAL(timer_delete);
+	int ret = real(id);
+
+	if (!ret && stasis_active && stasis_depth == 0 && regions_app_code(CALLER))
+		ptimers_deleted(id);
+	return ret;
 }

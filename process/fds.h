@@ -163,6 +163,29 @@ int fds_event_make(const struct file_record *recs, char *const *data, const size
 int fds_event_register(const struct file_record *r, const char *data, size_t len,
 		       struct why *why);
 
+/* Whether fd is the first descriptor of its description in the range. */
+bool fds_event_first_of_desc(int fd);
+
+/* socketpairs (fds_socket.c), their both ends the program's. paired: the
+ * preload layer's socketpair() made a and b (both the program's). describe
+ * and make as fds_event_describe and fds_event_make (which call them). */
+void fds_socket_paired(int a, int b);
+int fds_socket_describe(int fd, const struct stat *st, const char *path, struct file_record *r,
+			const void **data, size_t *len, struct why *why);
+int fds_socket_make(const struct file_record *recs, char *const *data, const size_t *len,
+		    int *made, int n, int i, struct why *why);
+
+/* inotify instances (fds_inotify.c). added: the program's
+ * inotify_add_watch(fd, path, mask) returned wd. describe: fdinfo is fd's
+ * /proc/self/fdinfo text. make: the instance into *made with its watches.
+ * drain: the events a restart caused read away, before the program runs. */
+void fds_inotify_added(int fd, int wd, const char *path, uint32_t mask);
+int fds_inotify_describe(int fd, const struct stat *st, const char *path, const char *fdinfo,
+			 struct file_record *r, const void **data, size_t *len, struct why *why);
+int fds_inotify_make(const char *data, size_t len, int *made,
+		     struct why *why);
+void fds_inotify_drain(int fd);
+
 /* The lengths the program's written files had at a checkpoint, to see
  * writes below them (the newest two checkpoints: one may not commit). */
 void fds_checkpoint_sizes(uint64_t id, const uint64_t *dev, const uint64_t *ino,

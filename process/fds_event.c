@@ -136,7 +136,7 @@ static int other_end(uint64_t ino, int acc, int *ndesc)
 }
 
 /* Whether fd is the first of its description in the range. */
-static bool first_of_desc(int fd)
+bool fds_event_first_of_desc(int fd)
 {
 	uint32_t d = fds_slot(fd)->desc;
 
@@ -209,7 +209,7 @@ static int describe_pipe(int fd, const struct stat *st, const char *path, struct
 		return why_set(why, -EXDEV, "%s (descriptor %d): a pipe end opened twice", path,
 			       fd);
 	}
-	if (acc == O_RDONLY && first_of_desc(fd))
+	if (acc == O_RDONLY && fds_event_first_of_desc(fd))
 		return copy_pipe(fd, path, plen, why);
 	return 0;
 }
@@ -308,6 +308,8 @@ int fds_event_describe(int fd, const struct stat *st, const char *path, struct f
 	*plen = 0;
 	if (S_ISFIFO(st->st_mode) && !strncmp(path, "pipe:", 5))
 		ret = describe_pipe(fd, st, path, r, plen, why);
+	else if (S_ISSOCK(st->st_mode))
+		return fds_socket_describe(fd, st, path, r, data, plen, why);
 	else if (strncmp(path, "anon_inode:", 11))
 		return 0;
 	else if ((ret = read_fdinfo(fd)))
@@ -320,6 +322,8 @@ int fds_event_describe(int fd, const struct stat *st, const char *path, struct f
 		ret = describe_signalfd(fd, path, r, why);
 	else if (!strcmp(path, "anon_inode:[eventpoll]"))
 		ret = describe_epoll(fd, path, r, plen, why);
+	else if (!strcmp(path, "anon_inode:inotify"))
+		return fds_inotify_describe(fd, st, path, fdinfo, r, data, plen, why);
 	else
 		return 0;
 	if (ret)
@@ -341,6 +345,10 @@ const char *fds_event_name(uint32_t kind)
 		return "a signalfd";
 	case FILE_EPOLL:
 		return "an epoll instance";
+	case FILE_SOCKETPAIR:
+		return "a socketpair";
+	case FILE_INOTIFY:
+		return "an inotify instance";
 	}
 	return NULL;
 }
@@ -434,6 +442,12 @@ int fds_event_make(const struct file_record *recs, char *const *data, const size
 	switch (r->kind) {
 	case FILE_PIPE:
 		return made[i] >= 0 ? 0 : make_pipe(recs, data, len, made, n, i, why);
+	case FILE_SOCKETPAIR:
+		return fds_socket_make(recs, data, len, made, n, i, why);
+	case FILE_INOTIFY:
+		if ((ret = fds_inotify_make(data[i], len[i], &k, why)))
+			return ret;
+		break;
 	case FILE_EVENTFD:
 		k = eventfd(0, EFD_CLOEXEC | (r->rdev ? EFD_SEMAPHORE : 0));
 		if (k >= 0 && r->offset && write(k, &r->offset, 8) != 8)
@@ -486,6 +500,8 @@ int fds_event_register(const struct file_record *r, const char *data, size_t len
 {
 	struct epoll_watch w;
 
+	if (r->kind == FILE_INOTIFY)
+		fds_inotify_drain(r->fd);
 	if (r->kind != FILE_EPOLL)
 		return 0;
 	for (size_t at = 0; at + sizeof(w) <= len; at += sizeof(w)) {

@@ -334,7 +334,7 @@ static int parse(const void *data, size_t len, struct why *why)
 		opened[i] = -1;
 		if (r->path_offset > h->bytes || r->path_len > h->bytes - r->path_offset ||
 		    (!made && r->path_len >= PATH_MAX) || r->fd < 3 || r->kind < FILE_REGULAR ||
-		    r->kind > FILE_EPOLL || (r->kind == FILE_STANDARD && r->rdev > 2)) {
+		    r->kind > FILE_INOTIFY || (r->kind == FILE_STANDARD && r->rdev > 2)) {
 			return why_set(why, -EBADMSG,
 				       "the record of open files in the image is damaged");
 		}

@@ -41,6 +41,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/syscall.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -90,8 +91,22 @@ static void make_refused(const char *kind)
 	} else if (!strcmp(kind, "socket")) {
 		fd = socket(AF_INET, SOCK_STREAM, 0);
 	} else if (!strcmp(kind, "socketpair")) {
+		/* A socketpair to another process: one end given to a child,
+		 * which writes a byte and ends. */
+		pid_t child;
+
 		if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds))
 			die("socketpair");
+		child = fork();
+		if (child < 0)
+			die("fork");
+		if (!child) {
+			close(fds[0]);
+			_exit(write(fds[1], "x", 1) == 1 ? 0 : 1);
+		}
+		close(fds[1]);
+		if (waitpid(child, NULL, 0) != child)
+			die("waitpid");
 	} else if (!strcmp(kind, "eventfd")) {
 		fd = eventfd(0, 0);
 	} else if (!strcmp(kind, "epoll")) {
@@ -105,7 +120,11 @@ static void make_refused(const char *kind)
 	} else if (!strcmp(kind, "memfd")) {
 		fd = memfd_create("files", 0);
 	} else if (!strcmp(kind, "inotify")) {
+		/* A watch added by a system call stasis does not see: its
+		 * path cannot be known. */
 		fd = inotify_init1(0);
+		if (fd >= 0 && syscall(SYS_inotify_add_watch, fd, "/", IN_DELETE_SELF) < 0)
+			die("inotify_add_watch");
 	} else if (!strcmp(kind, "fifo")) {
 		snprintf(name, sizeof(name), "files.fifo.%d", rank);
 		unlink(name);

@@ -14,7 +14,7 @@
  *   pkey           pkey_alloc() (fails where the CPU has no protection keys)
  *   personality    personality() with MMAP_PAGE_ZERO added
  *   mdwe           prctl(PR_SET_MDWE) (fails before Linux 6.3)
- *   timer          a POSIX timer (timer_create), deleted again
+ *   timer          a POSIX timer run on a thread (SIGEV_THREAD), deleted again
  *   text           mprotect() of a page of its own code writable, then back
  *   guard          madvise(MADV_GUARD_INSTALL) on a page of a mapping
  *                  (fails before Linux 6.13), removed again
@@ -113,9 +113,15 @@ static void do_text(void)
 		fail("refuse: mprotect(code)");
 }
 
+static void on_timer(union sigval v)
+{
+	(void)v;
+}
+
 static void do_timer(void)
 {
-	struct sigevent sev = {.sigev_notify = SIGEV_NONE};
+	/* Run on a thread of glibc's: a restart could not make it again. */
+	struct sigevent sev = {.sigev_notify = SIGEV_THREAD, .sigev_notify_function = on_timer};
 	timer_t t;
 
 	if (timer_create(CLOCK_MONOTONIC, &sev, &t))

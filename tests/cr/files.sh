@@ -196,6 +196,8 @@ refuse)
 	for kind in "$@"; do
 		case $kind in
 		fifo) re=FIFO ;;
+		socketpair) re='socket.*other end is not the program' ;;
+		inotify) re='inotify.*added in a way stasis did not see' ;;
 		device) re=/dev/ptmx ;;
 		stdout) re='standard output' ;;
 		deleted) re='files\.deleted\..* deleted' ;;
