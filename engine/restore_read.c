@@ -114,6 +114,14 @@ static void verify_buffers_free(void)
 	bufs = NULL;
 }
 
+/* Bytes of the bitmaps that start a memory region's data: its page bitmap
+ * (REGION_PARTIAL), then its zero bitmap (REGION_ZEROS). */
+static uint64_t bitmaps_bytes(const struct region_record *r)
+{
+	return (!!(r->flags & REGION_PARTIAL) + !!(r->flags & REGION_ZEROS)) *
+	       image_bitmap_bytes(r->length);
+}
+
 /* Bytes of region r verify keeps: all it stores of a stack and of a
  * record that is not memory (MPI state, signals, mappings: small), the
  * bitmap of another partial memory region. */
@@ -121,8 +129,8 @@ static uint64_t kept_bytes(const struct region_record *r)
 {
 	if (!is_memory(r->kind) || r->kind == REGION_STACK)
 		return r->stored_bytes;
-	if (is_memory(r->kind) && (r->flags & REGION_PARTIAL))
-		return image_bitmap_bytes(r->length);
+	if (is_memory(r->kind) && r->flags)
+		return bitmaps_bytes(r);
 	return 0;
 }
 
@@ -429,27 +437,63 @@ static int apply_range(struct applier *a, size_t i, uintptr_t dst, uint64_t off,
 	return ret;
 }
 
+/* Pages of zeros (REGION_ZEROS) put back as zeros, around the
+ * copy-relocated objects as the pages read are (copy_around_exclusions). */
+static void zero_range(uintptr_t dst, uint64_t len)
+{
+	static const char zero_page[STASIS_PAGE];
+	uintptr_t end = dst + len, x;
+
+	while (dst < end) {
+		x = next_excluded_page(dst, end);
+		memset((void *)dst, 0, x - dst);
+		dst = x;
+		if (dst < end) {
+			copy_around_exclusions(dst, zero_page, PAGE);
+			dst += PAGE;
+		}
+	}
+}
+
+static bool bit(const uint64_t *bm, uint64_t p)
+{
+	return bm[p / 64] >> (p % 64) & 1;
+}
+
 static int apply_region(struct applier *a, size_t i)
 {
 	const struct region_record *r = &a->r[i];
-	const uint64_t *bm = a->ri->kept[i];
+	const uint64_t *bm = a->ri->kept[i], *saved = NULL, *zero = NULL;
 	uint64_t pages = r->length / PAGE, off, p, q;
 	int ret;
 
 	image_check_begin(a->ri->img, i, &a->chk[i]);
-	if (!(r->flags & REGION_PARTIAL))
+	if (!r->flags)
 		return apply_range(a, i, r->addr, r->file_offset, r->length);
-	ret = apply_feed(a, i, bm, image_bitmap_bytes(r->length));
-	off = r->file_offset + image_bitmap_bytes(r->length);
+	if (r->flags & REGION_PARTIAL)
+		saved = bm;
+	if (r->flags & REGION_ZEROS)
+		zero = saved ? bm + image_bitmap_bytes(r->length) / 8 : bm;
+	ret = apply_feed(a, i, bm, bitmaps_bytes(r));
+	off = r->file_offset + bitmaps_bytes(r);
 	for (p = 0; !ret && p < pages; p = q) {
-		if (!(bm[p / 64] >> (p % 64) & 1)) {
+		bool z;
+
+		if (saved && !bit(saved, p)) {
 			q = p + 1;
-			if (!bm[p / 64] && !(p % 64))
+			if (!saved[p / 64] && !(p % 64))
 				q = p + 64;
 			continue;
 		}
-		for (q = p; q < pages && (bm[q / 64] >> (q % 64) & 1); q++)
+		/* A run of saved pages, all zeros or all stored. */
+		z = zero && bit(zero, p);
+		for (q = p; q < pages && (!saved || bit(saved, q)) && (zero && bit(zero, q)) == z;
+		     q++)
 			;
+		if (z) {
+			zero_range(r->addr + p * PAGE, (q - p) * PAGE);
+			continue;
+		}
 		ret = apply_range(a, i, r->addr + p * PAGE, off, (q - p) * PAGE);
 		off += (q - p) * PAGE;
 	}

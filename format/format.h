@@ -24,6 +24,11 @@
  * (protections, mapping kinds), SECTION_TLS (thread-local storage, pthread
  * keys), SECTION_THREADS (the program's threads) and SECTION_LIBRARIES
  * (libraries it loaded with dlopen()).
+ * Version 6: pages of zeros are not stored (REGION_ZEROS): a region's zero
+ * bitmap names them, they take no bytes. A reader of version 5 would read
+ * the pages after them from the wrong place, so it must refuse the file;
+ * this reader takes version 5 files as they are (they have no such region),
+ * and commit records, unchanged, of either version.
  */
 #ifndef STASIS_FORMAT_H
 #define STASIS_FORMAT_H
@@ -32,7 +37,8 @@
 
 #define STASIS_IMAGE_MAGIC "STASISIM" /* 8 bytes, no NUL stored */
 #define STASIS_COMMIT_MAGIC "STASISOK"
-#define STASIS_FORMAT_VERSION 5u
+#define STASIS_FORMAT_VERSION 6u
+#define STASIS_FORMAT_OLDEST 5u /* the oldest version this stasis still reads */
 #define STASIS_PAGE 4096u
 #define STASIS_STATE_MAX 3072u /* opaque saved state (registers, counters) */
 
@@ -69,6 +75,14 @@ enum section_kind {
 
 enum region_flags {
 	REGION_PARTIAL = 1u << 0, /* incremental: bitmap + dirty pages only */
+	/* Version 6, memory regions of kind REGION_DATA or REGION_ARENA only:
+	 * a zero bitmap (one bit per page, padded to a page like the page
+	 * bitmap) follows the page bitmap (or starts the region's data when it
+	 * is not partial); a set bit names a saved page (every page, or the
+	 * page bitmap's) that was all zeros and is not stored: it is put back
+	 * as zeros. The stored pages are the saved ones without them, in
+	 * order. */
+	REGION_ZEROS = 1u << 1,
 };
 
 struct image_header {
@@ -101,7 +115,8 @@ struct region_record {
 	uint32_t flags;  /* enum region_flags */
 	uint64_t file_offset;   /* page aligned: start of this region's data */
 	uint64_t stored_bytes;  /* bytes at file_offset (bitmap + pages, or length) */
-	uint64_t bitmap_offset; /* REGION_PARTIAL: offset of the page bitmap, else 0 */
+	uint64_t bitmap_offset; /* REGION_PARTIAL: offset of the page bitmap, else 0 (the
+				 * zero bitmap of REGION_ZEROS is found from the flags) */
 	uint64_t data_crc;      /* crc64 of the stored_bytes at file_offset */
 };
 

@@ -51,13 +51,27 @@ const char *image_path(const struct image *img);
  * crc mismatch, a bitmap that does not match the stored pages). */
 struct region_check {
 	const struct region_record *r;
-	uint64_t crc, pos, bits;
+	uint64_t crc, pos, bits, zbits;
 	bool bm_ok;
 };
 void image_check_begin(const struct image *img, size_t i, struct region_check *c);
 void image_check_feed(struct region_check *c, const void *data, uint64_t n);
 int image_check_end(const struct image *img, size_t i, const struct region_check *c,
 		    struct why *why);
+
+/* The pages of a memory region as image_read_region gave them (buf, whose
+ * checks passed), in page order: image_pages_next gives each page the
+ * region holds, its number in *page and its bytes in *data, or NULL for a
+ * page of zeros (REGION_ZEROS); false after the last. The pages a partial
+ * region does not hold (unchanged since its parent) are not given. */
+struct page_walk {
+	const struct region_record *r;
+	const uint64_t *saved, *zero; /* NULL: every page / none */
+	const char *next;	      /* the next stored page */
+	uint64_t pg;
+};
+void image_pages_begin(struct page_walk *w, const struct region_record *r, const void *buf);
+bool image_pages_next(struct page_walk *w, uint64_t *page, const void **data);
 
 /* Read every region and check every crc, keeping nothing. */
 int image_verify(struct image *img, struct why *why);

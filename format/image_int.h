@@ -31,5 +31,20 @@ static inline uint64_t tail_mask(uint64_t npages)
 	return r ? (UINT64_C(1) << r) - 1 : ~UINT64_C(0);
 }
 
+/* Pages a region saves: those its page bitmap names (bits of them), or
+ * every page. */
+static inline uint64_t region_saved(const struct region_record *r, uint64_t bits)
+{
+	return (r->flags & REGION_PARTIAL) ? bits : r->length / PAGE;
+}
 
+/* Bytes a region of flags r->flags stores for saved pages of which zeros
+ * are left out (REGION_ZEROS): its bitmaps and the other pages. */
+static inline uint64_t region_stored(const struct region_record *r, uint64_t saved, uint64_t zeros)
+{
+	uint64_t heads = (!!(r->flags & REGION_PARTIAL) + !!(r->flags & REGION_ZEROS)) *
+			 image_bitmap_bytes(r->length);
+
+	return heads + (saved - zeros) * PAGE;
+}
 #endif

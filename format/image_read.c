@@ -78,18 +78,30 @@ void image_check_feed(struct region_check *c, const void *data, uint64_t n)
 	uint64_t npages = r->length / PAGE, bm = (npages + 63) / 64 * 8;
 	const uint8_t *b = data;
 
-	c->crc = crc64(c->crc, data, n);
-	/* The bitmap of a partial region, byte by byte (feeds may cut its
-	 * words): count the pages it names, none past the last page. */
-	for (uint64_t j = 0; (r->flags & REGION_PARTIAL) && j < n && c->pos + j < bm; j++) {
-		uint64_t page0 = (c->pos + j) * 8;
-		uint8_t past = page0 + 8 <= npages ? 0
-			       : page0 >= npages   ? 0xff
-						   : (uint8_t)(0xff << (npages - page0));
+	uint64_t zstart = (r->flags & REGION_PARTIAL) ? image_bitmap_bytes(r->length) : 0;
+	uint64_t last = (r->flags & REGION_ZEROS) ? zstart + bm : (r->flags & REGION_PARTIAL) ? bm : 0;
 
+	c->crc = crc64(c->crc, data, n);
+	/* The bitmaps, byte by byte (feeds may cut their words): count the
+	 * pages the page bitmap and the zero bitmap name, none past the last
+	 * page. */
+	for (uint64_t j = 0; j < n && c->pos + j < last; j++) {
+		uint64_t at = c->pos + j, page0;
+		bool zero = (r->flags & REGION_ZEROS) && at >= zstart;
+		uint8_t past;
+
+		if (!zero && at >= bm)
+			continue; /* the page bitmap's padding */
+		page0 = (zero ? at - zstart : at) * 8;
+		past = page0 + 8 <= npages ? 0
+		       : page0 >= npages   ? 0xff
+					   : (uint8_t)(0xff << (npages - page0));
 		if (b[j] & past)
 			c->bm_ok = false;
-		c->bits += __builtin_popcount(b[j]);
+		if (zero)
+			c->zbits += __builtin_popcount(b[j]);
+		else
+			c->bits += __builtin_popcount(b[j]);
 	}
 	c->pos += n;
 }
@@ -109,8 +121,8 @@ int image_check_end(const struct image *img, size_t i, const struct region_check
 		return why_set(why, -EBADMSG, "%s: region %zu (addr 0x%llx) checksum mismatch",
 			       img->path, i, (unsigned long long)r->addr);
 	}
-	if ((r->flags & REGION_PARTIAL) &&
-	    (!c->bm_ok || image_bitmap_bytes(r->length) + c->bits * PAGE != r->stored_bytes)) {
+	if (r->flags && (!c->bm_ok || c->zbits > region_saved(r, c->bits) ||
+			 region_stored(r, region_saved(r, c->bits), c->zbits) != r->stored_bytes)) {
 		return why_set(
 		    why, -EBADMSG,
 		    "%s: region %zu (addr 0x%llx): bitmap does not match its %llu stored bytes",
@@ -190,8 +202,10 @@ static int check_record(struct image *img, size_t i, uint64_t data_start, uint64
 		    i, (unsigned long long)r->addr, (unsigned long long)r->length,
 		    (unsigned long long)r->file_offset);
 	}
-	if (r->kind < REGION_DATA || r->kind > SECTION_LAST || (r->flags & ~REGION_PARTIAL) ||
-	    (r->kind >= SECTION_FIRST && (r->flags & REGION_PARTIAL))) {
+	if (r->kind < REGION_DATA || r->kind > SECTION_LAST ||
+	    (r->flags & ~(REGION_PARTIAL | REGION_ZEROS)) || (r->kind >= SECTION_FIRST && r->flags) ||
+	    ((r->flags & REGION_ZEROS) &&
+	     (img->hdr.version < 6 || (r->kind != REGION_DATA && r->kind != REGION_ARENA)))) {
 		return why_set(why, -EBADMSG, "%s: region %zu has unknown kind %u or flags 0x%x", p,
 			       i, r->kind, r->flags);
 	}
@@ -201,7 +215,7 @@ static int check_record(struct image *img, size_t i, uint64_t data_start, uint64
 			       (unsigned long long)r->file_offset);
 	}
 	*prev_end = end;
-	if (!(r->flags & REGION_PARTIAL)) {
+	if (!r->flags) {
 		if (r->stored_bytes != r->length || r->bitmap_offset) {
 			return why_set(why, -EBADMSG,
 				       "%s: region %zu stores %llu bytes of a %llu-byte region", p,
@@ -211,24 +225,36 @@ static int check_record(struct image *img, size_t i, uint64_t data_start, uint64
 		return 0;
 	}
 
-	uint64_t bm_bytes = image_bitmap_bytes(r->length), bits = 0;
-	uint64_t buf[1024];
+	bool partial = r->flags & REGION_PARTIAL, zeros = r->flags & REGION_ZEROS;
+	uint64_t bm_bytes = image_bitmap_bytes(r->length), bits = 0, zbits = 0;
+	uint64_t heads = (partial + zeros) * bm_bytes, zoff = r->file_offset + (partial ? bm_bytes : 0);
+	uint64_t buf[1024], zbuf[1024];
 
-	if (r->bitmap_offset != r->file_offset || r->stored_bytes < bm_bytes ||
-	    (r->stored_bytes - bm_bytes) % PAGE || (r->stored_bytes - bm_bytes) / PAGE > npages)
+	if (r->bitmap_offset != (partial ? r->file_offset : 0) || r->stored_bytes < heads ||
+	    (r->stored_bytes - heads) % PAGE || (r->stored_bytes - heads) / PAGE > npages)
 		goto bad_bitmap;
 	for (uint64_t k = 0; k < words;) {
 		uint64_t n = words - k < 1024 ? words - k : 1024;
-		ssize_t got = pread_full(img->fd, buf, n * 8, r->bitmap_offset + k * 8);
+		ssize_t got = partial ? pread_full(img->fd, buf, n * 8, r->file_offset + k * 8)
+				      : (ssize_t)(n * 8);
+		ssize_t zgot = zeros ? pread_full(img->fd, zbuf, n * 8, zoff + k * 8) : (ssize_t)(n * 8);
 
-		if (got < 0) {
+		if (got < 0 || zgot < 0) {
+			got = got < 0 ? got : zgot;
 			return why_set(why, (int)got, "%s: %s", p, strerror((int)-got));
 		}
-		if ((uint64_t)got != n * 8 || !bitmap_count(buf, k, n, npages, &bits))
+		if ((uint64_t)got != n * 8 || (uint64_t)zgot != n * 8 ||
+		    (partial && !bitmap_count(buf, k, n, npages, &bits)) ||
+		    (zeros && !bitmap_count(zbuf, k, n, npages, &zbits)))
 			goto bad_bitmap;
+		/* Only a saved page can be a page of zeros. */
+		for (uint64_t j = 0; partial && zeros && j < n; j++)
+			if (zbuf[j] & ~buf[j])
+				goto bad_bitmap;
 		k += n;
 	}
-	if (bm_bytes + bits * PAGE == r->stored_bytes)
+	if (zbits <= region_saved(r, bits) &&
+	    region_stored(r, region_saved(r, bits), zbits) == r->stored_bytes)
 		return 0;
 bad_bitmap:
 	return why_set(why, -EBADMSG,
@@ -289,7 +315,7 @@ int image_open(const char *path, struct image **out, struct why *why)
 		why_set(why, ret, "%s: not a stasis image (bad magic)", path);
 		goto err;
 	}
-	if (h->version != STASIS_FORMAT_VERSION) {
+	if (h->version < STASIS_FORMAT_OLDEST || h->version > STASIS_FORMAT_VERSION) {
 		why_set(why, ret, "%s: format version %u, this stasis reads %u", path, h->version,
 			STASIS_FORMAT_VERSION);
 		goto err;
@@ -449,4 +475,39 @@ err:
 	free(buf);
 	close(fd);
 	return ret;
+}
+
+void image_pages_begin(struct page_walk *w, const struct region_record *r, const void *buf)
+{
+	const char *b = buf;
+
+	*w = (struct page_walk){.r = r};
+	if (r->flags & REGION_PARTIAL) {
+		w->saved = (const uint64_t *)b;
+		b += image_bitmap_bytes(r->length);
+	}
+	if (r->flags & REGION_ZEROS) {
+		w->zero = (const uint64_t *)b;
+		b += image_bitmap_bytes(r->length);
+	}
+	w->next = b;
+}
+
+bool image_pages_next(struct page_walk *w, uint64_t *page, const void **data)
+{
+	uint64_t npages = w->r->length / PAGE;
+
+	while (w->pg < npages && w->saved && !(w->saved[w->pg / 64] >> (w->pg % 64) & 1))
+		w->pg++;
+	if (w->pg >= npages)
+		return false;
+	*page = w->pg;
+	if (w->zero && (w->zero[w->pg / 64] >> (w->pg % 64) & 1)) {
+		*data = NULL;
+	} else {
+		*data = w->next;
+		w->next += PAGE;
+	}
+	w->pg++;
+	return true;
 }

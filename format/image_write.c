@@ -9,7 +9,9 @@
  * Region data is written first and the header + table last, because the
  * table holds the data checksums, which are computed chunk by chunk just
  * before each chunk is queued (so the crc of chunk k+1 overlaps the I/O of
- * the chunks before it and memory is read by the CPU only once). */
+ * the chunks before it and memory is read by the CPU only once). Pages of
+ * zeros are found before (a look at the first bytes of a page that holds
+ * data) and not written at all (REGION_ZEROS). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -28,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <isa-l/mem_routines.h>
 #include <liburing.h>
 
 #define LOG_PREFIX "image: "
@@ -279,6 +282,48 @@ static int queue_data(struct writer *w, const char *p, uint64_t len, uint64_t *o
 }
 
 
+/* Whether region r's pages of zeros are left out (REGION_ZEROS): memory
+ * that a restart writes back page by page. Not the stack (saved whole and
+ * copied back whole by restore_read_stacks), never a section. */
+static bool zeros_kept(const struct image_region *r)
+{
+	return r->kind == REGION_DATA || r->kind == REGION_ARENA;
+}
+
+/* Marks in zero (a bitmap of r's pages, cleared here) the saved pages of r
+ * (every page, or those of saved) that are all zeros, by ISA-L's
+ * isal_zero_detect: it stops at the first byte that is not zero, so a page
+ * of data costs a few bytes read. Returns how many. */
+static uint64_t zeros_find(const struct image_region *r, const uint64_t *saved, uint64_t *zero)
+{
+	uint64_t npages = r->length / PAGE, n = 0;
+
+	memset(zero, 0, image_bitmap_bytes(r->length));
+	for (uint64_t pg = 0; pg < npages; pg++) {
+		if (saved && !(saved[pg / 64] >> (pg % 64) & 1))
+			continue;
+		if (!isal_zero_detect((void *)(r->addr + pg * PAGE), PAGE)) {
+			zero[pg / 64] |= UINT64_C(1) << (pg % 64);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Word k of the pages a region stores: saved (all when NULL) and not zero
+ * (none when NULL), no bit past the last page. */
+static uint64_t stored_word(const uint64_t *saved, const uint64_t *zero, uint64_t npages,
+			    uint64_t k)
+{
+	uint64_t w = saved ? saved[k] : ~UINT64_C(0);
+
+	if (zero)
+		w &= ~zero[k];
+	if (k == (npages + 63) / 64 - 1)
+		w &= tail_mask(npages);
+	return w;
+}
+
 /* Layout: header page, table padded to a page, then each region's data in
  * order at page-aligned offsets. A partial region is its bitmap (copied into
  * the staging buffer with bits past the last page cleared, so that the file
@@ -317,6 +362,8 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 		}
 		if (regions[i].dirty)
 			stage_bytes += image_bitmap_bytes(regions[i].length);
+		if (zeros_kept(&regions[i]))
+			stage_bytes += image_bitmap_bytes(regions[i].length);
 	}
 	stage = mmap(NULL, stage_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (stage == MAP_FAILED) {
@@ -351,6 +398,19 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 			bm += image_bitmap_bytes(r->length);
 		} else {
 			rec->stored_bytes = r->length;
+		}
+		if (zeros_kept(r)) {
+			/* The page bitmap, when there is one, was just copied. */
+			const uint64_t *saved =
+			    r->dirty ? (const uint64_t *)(bm - image_bitmap_bytes(r->length)) : NULL;
+			uint64_t zeros = zeros_find(r, saved, (uint64_t *)bm);
+
+			/* Only where the pages left out outweigh the bitmap. */
+			if (zeros * PAGE > image_bitmap_bytes(r->length)) {
+				rec->flags |= REGION_ZEROS;
+				rec->stored_bytes += image_bitmap_bytes(r->length) - zeros * PAGE;
+				bm += image_bitmap_bytes(r->length);
+			}
 		}
 		off += rec->stored_bytes;
 		data_bytes += rec->stored_bytes;
@@ -396,28 +456,34 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 		struct region_record *rec = &table[i];
 		uint64_t crc = 0, pos = rec->file_offset;
 
-		if (!r->dirty) {
+		if (!rec->flags) {
 			ret = queue_data(&w, (const char *)r->addr, r->length, &pos, &crc);
 		} else {
-			const uint64_t *map = (const uint64_t *)bm;
+			const uint64_t *saved = NULL, *zero = NULL;
 			uint64_t npages = r->length / PAGE, pg = 0;
 
-			ret = queue_data(&w, bm, image_bitmap_bytes(r->length), &pos, &crc);
-			bm += image_bitmap_bytes(r->length);
-			/* One queue_data per run of consecutive dirty pages. */
+			/* The bitmaps, then one queue_data per run of pages stored. */
+			if (rec->flags & REGION_PARTIAL) {
+				saved = (const uint64_t *)bm;
+				ret = queue_data(&w, bm, image_bitmap_bytes(r->length), &pos, &crc);
+				bm += image_bitmap_bytes(r->length);
+			}
+			if (!ret && (rec->flags & REGION_ZEROS)) {
+				zero = (const uint64_t *)bm;
+				ret = queue_data(&w, bm, image_bitmap_bytes(r->length), &pos, &crc);
+				bm += image_bitmap_bytes(r->length);
+			}
 			while (!ret && pg < npages) {
-				uint64_t start;
+				uint64_t start, word = stored_word(saved, zero, npages, pg / 64);
 
-				if (!map[pg / 64] && pg % 64 == 0) {
-					pg += 64;
+				if (!(word >> (pg % 64))) {
+					pg = (pg / 64 + 1) * 64;
 					continue;
 				}
-				if (!(map[pg / 64] >> (pg % 64) & 1)) {
-					pg++;
-					continue;
-				}
+				pg += __builtin_ctzll(word >> (pg % 64));
 				start = pg;
-				while (pg < npages && (map[pg / 64] >> (pg % 64) & 1))
+				while (pg < npages &&
+				       (stored_word(saved, zero, npages, pg / 64) >> (pg % 64) & 1))
 					pg++;
 				ret = queue_data(&w, (const char *)r->addr + start * PAGE,
 						 (pg - start) * PAGE, &pos, &crc);

@@ -396,7 +396,7 @@ int store_read_commit(const struct store *st, uint64_t id, struct commit_record 
 		why_set(why, ret, "%s: not a stasis commit record (bad magic)", path);
 		goto err;
 	}
-	if (c.version != STASIS_FORMAT_VERSION) {
+	if (c.version < STASIS_FORMAT_OLDEST || c.version > STASIS_FORMAT_VERSION) {
 		why_set(why, ret, "%s: format version %u, this stasis reads %u", path, c.version,
 			STASIS_FORMAT_VERSION);
 		goto err;

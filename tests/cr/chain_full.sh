@@ -9,6 +9,7 @@
 # of them must fail, so that a broken comparison cannot pass unnoticed.
 #
 # Env CHAIN_COMPARE: the chain_compare program (default: the build's).
+# CHAIN_WANT_ZEROS=1: some image must have left pages of zeros out.
 set -euo pipefail
 # shellcheck source=../lib/cr.sh
 source "$(dirname "$0")/../lib/cr.sh"
@@ -44,12 +45,18 @@ for id in $ids; do
 			printf '%s\n' "$out"
 			cr_fail "rank $r checkpoint $id: the chain differs from the full shadow image"
 		}
+		printf '%s\n' "$out" >"$CR_TMP/compare.$r.$id"
 		cr_say "$out"
 		checked=$((checked + 1))
 	done
 done
 ((checked >= 4 * CR_NP)) || cr_fail "only $checked (rank, incremental checkpoint) pairs to check, wanted >= $((4 * CR_NP))"
 cr_ok "$checked chains equal their shadow images"
+if [[ ${CHAIN_WANT_ZEROS:-0} == 1 ]]; then
+	zeros=$(grep -ho 'pages of zeros: [0-9]*' "$CR_TMP"/compare.* 2>/dev/null | awk '{ s += $4 } END { print s + 0 }')
+	((zeros > 0)) || cr_fail "no image of the chains left a page of zeros out"
+	cr_ok "$zeros pages of zeros left out of the images and put back as zeros"
+fi
 
 # The negative control: one corrupted byte must be seen.
 if out=$("$compare" "$job" 0 "$id" --corrupt 2>&1); then

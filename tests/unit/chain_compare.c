@@ -6,7 +6,8 @@
  * follows parent_id from ID down to the full image, materializes memory the
  * way a restart does (the full image, then each incremental oldest first,
  * page by page: a REGION_PARTIAL region gives the pages of its bitmap, any
- * other region all of its pages), and compares the result with the shadow
+ * other region all of its pages, pages of zeros (REGION_ZEROS) included),
+ * and compares the result with the shadow
  * page for page over the shadow's regions. Every page of the shadow must be
  * given by some image of the chain and be equal; the saved state (registers)
  * and the region layout must equal the shadow's too. The stack's pages are
@@ -47,6 +48,7 @@ struct extent {
 static struct extent *ext;
 static size_t next;
 static int last_incr_ext = -1;
+static uint64_t zero_pages; /* pages the images gave as zeros (REGION_ZEROS) */
 static uint64_t last_incr_page;
 
 static void *xcalloc(size_t n, size_t size)
@@ -86,6 +88,24 @@ static uint8_t *read_region(struct image *img, size_t i)
 	return buf;
 }
 
+/* All of region i of a full image, its pages of zeros (REGION_ZEROS)
+ * included. */
+static uint8_t *read_whole(struct image *img, size_t i)
+{
+	const struct region_record *r = &image_regions(img)[i];
+	uint8_t *stored = read_region(img, i), *all = xcalloc(1, r->length);
+	struct page_walk w;
+	const void *data;
+	uint64_t p;
+
+	image_pages_begin(&w, r, stored);
+	while (image_pages_next(&w, &p, &data))
+		if (data)
+			memcpy(all + p * PG, data, PG);
+	free(stored);
+	return all;
+}
+
 /* Write one page of the image at chain index c to address a, if the
  * shadow describes that address (pages outside are not compared). */
 static void put_page(uint64_t a, const uint8_t *page, int c, bool incremental)
@@ -115,24 +135,20 @@ static void apply(struct image *img, int c)
 	const struct region_record *r = image_regions(img);
 
 	for (size_t i = 0; i < h->nregions; i++) {
+		static const uint8_t zero_page[PG];
+		struct page_walk w;
+		const void *data;
 		uint8_t *buf;
-		uint64_t npages = r[i].length / PG;
+		uint64_t p;
 
 		if (r[i].kind >= SECTION_FIRST)
 			continue; /* not memory: restore.c does not apply it either */
 		buf = read_region(img, i);
-
-		if (r[i].flags & REGION_PARTIAL) {
-			const uint64_t *bm = (const uint64_t *)buf;
-			const uint8_t *pages = buf + image_bitmap_bytes(r[i].length);
-			uint64_t k = 0;
-
-			for (uint64_t p = 0; p < npages; p++)
-				if (bm[p / 64] >> (p % 64) & 1)
-					put_page(r[i].addr + p * PG, pages + PG * k++, c, true);
-		} else {
-			for (uint64_t p = 0; p < npages; p++)
-				put_page(r[i].addr + p * PG, buf + p * PG, c, false);
+		image_pages_begin(&w, &r[i], buf);
+		while (image_pages_next(&w, &p, &data)) {
+			zero_pages += !data;
+			put_page(r[i].addr + p * PG, data ? data : zero_page, c,
+				 r[i].flags & REGION_PARTIAL);
 		}
 		free(buf);
 	}
@@ -246,7 +262,7 @@ int main(int argc, char **argv)
 
 		if (sr[i].kind >= SECTION_FIRST)
 			continue;
-		want = read_region(shadow, i);
+		want = read_whole(shadow, i);
 
 		for (uint64_t p = 0; p < np; p++) {
 			uint64_t a = sr[i].addr + p * PG;
@@ -276,9 +292,10 @@ int main(int argc, char **argv)
 	}
 
 	printf("rank %d checkpoint %llu: chain of %d images (full %llu), %llu pages checked, "
-	       "%llu differ, %llu missing\n",
+	       "%llu differ, %llu missing; pages of zeros: %llu\n",
 	       rank, (unsigned long long)id, n, (unsigned long long)image_header(chain[n - 1])->ckpt_id,
-	       (unsigned long long)pages, (unsigned long long)bad, (unsigned long long)missing);
+	       (unsigned long long)pages, (unsigned long long)bad, (unsigned long long)missing,
+	       (unsigned long long)zero_pages);
 	for (int c = 0; c < n; c++)
 		image_close(chain[c]);
 	image_close(shadow);
