@@ -2,6 +2,7 @@
 the generators of mpi/ (gen_wrappers.py, gen_recorded.py): what mpi.h
 declares, parsed into Func and Param, and the kinds the table gives them.
 """
+import os
 import re
 import sys
 
@@ -87,19 +88,104 @@ class Func:
         return "MPI_" + self.name
 
 
-def parse_header(path):
-    text = open(path).read()
+# How each MPI family declares its functions (issue 19), found from mpi.h.
+# Open MPI: every prototype in mpi.h, after OMPI_DECLSPEC. MPICH: in the
+# headers mpi.h includes (mpi_proto.h, ROMIO's mpio.h), each ended by
+# MPICH_API_PUBLIC or ROMIO_API_PUBLIC after any MPICH_ATTR_*(...).
+DECLARATIONS = {
+    "openmpi": r"OMPI_DECLSPEC\s+([^;{]*?)\b(MPI_\w+)\s*\(([^;]*?)\)\s*[^;]*;",
+    "mpich": r"(?:^|\n)[ \t]*([A-Za-z_][\w \t]*?\**)[ \t]*\b(MPI_\w+)\s*\(([^;]*?)\)\s*"
+             r"(?:MPICH_ATTR_\w+\s*\([^)]*\)\s*)*(?:MPICH|ROMIO)_API_PUBLIC\s*;",
+}
+INCLUDED = {"openmpi": (), "mpich": ("mpi_proto.h", "mpio.h")}
+
+# MPICH names 46 functions' parameters otherwise than Open MPI, whose names
+# calls.def's annotations and gen_wrappers.py use: MPICH's renamed to those,
+# by function (checked against both headers, the test gen-table-mpich).
+MPICH_PARAMS = {
+    "Buffer_detach": {"buffer_addr": "buffer"},
+    "Cart_create": {"comm_old": "old_comm"},
+    "Cart_sub": {"newcomm": "new_comm"},
+    "Comm_create_errhandler": {"comm_errhandler_fn": "function"},
+    "Comm_get_errhandler": {"errhandler": "erhandler"},
+    "Dist_graph_create": {"sources": "nodes", "destinations": "targets",
+                          "comm_dist_graph": "newcomm"},
+    "Dist_graph_neighbors_count": {"indegree": "inneighbors", "outdegree": "outneighbors"},
+    "Errhandler_create": {"comm_errhandler_fn": "function"},
+    "File_create_errhandler": {"file_errhandler_fn": "function"},
+    "Graph_create": {"indx": "index"},
+    "Graph_get": {"indx": "index"},
+    "Graph_map": {"indx": "index"},
+    "Imrecv": {"datatype": "type"},
+    "Intercomm_create": {"peer_comm": "bridge_comm"},
+    "Intercomm_merge": {"newintracomm": "newintercomm"},
+    "Mrecv": {"datatype": "type"},
+    "Op_create": {"user_fn": "function"},
+    "Rput": {"target_count": "target_cout"},
+    "Rsend": {"buf": "ibuf"},
+    "T_category_changed": {"update_number": "stamp"},
+    "T_category_get_index": {"cat_index": "category_index"},
+    "T_enum_get_item": {"indx": "index"},
+    "Testany": {"indx": "index"},
+    "Type_commit": {"datatype": "type"},
+    "Type_create_darray": {"array_of_gsizes": "gsize_array", "array_of_distribs": "distrib_array",
+                           "array_of_dargs": "darg_array", "array_of_psizes": "psize_array"},
+    "Type_create_struct": {"array_of_blocklengths": "array_of_block_lengths"},
+    "Type_create_subarray": {"array_of_sizes": "size_array", "array_of_subsizes": "subsize_array",
+                             "array_of_starts": "start_array"},
+    "Type_delete_attr": {"datatype": "type"},
+    "Type_dup": {"oldtype": "type"},
+    "Type_extent": {"datatype": "type"},
+    "Type_free": {"datatype": "type"},
+    "Type_get_attr": {"datatype": "type"},
+    "Type_get_contents": {"datatype": "mtype"},
+    "Type_get_envelope": {"datatype": "type"},
+    "Type_get_extent": {"datatype": "type"},
+    "Type_get_extent_x": {"datatype": "type"},
+    "Type_get_name": {"datatype": "type"},
+    "Type_lb": {"datatype": "type", "displacement": "lb"},
+    "Type_match_size": {"datatype": "type"},
+    "Type_set_attr": {"datatype": "type", "attribute_val": "attr_val"},
+    "Type_set_name": {"datatype": "type"},
+    "Type_size": {"datatype": "type"},
+    "Type_size_x": {"datatype": "type"},
+    "Type_ub": {"datatype": "mtype", "displacement": "ub"},
+    "Waitany": {"indx": "index"},
+    "Win_create_errhandler": {"win_errhandler_fn": "function"},
+}
+
+
+class Functions(dict):
+    """The functions of one mpi.h by name (e.g. Comm_split), with the
+    header's family and the MPI_ names it defines as function-like macros
+    (MPICH's handle conversions, MPI_Comm_c2f ...)."""
+    family = "openmpi"
+    macros = frozenset()
+
+
+def strip_comments(text):
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    text = re.sub(r"//[^\n]*", "", text)
-    funcs = {}
-    for ret, name, params in re.findall(
-            r"OMPI_DECLSPEC\s+([^;{]*?)\b(MPI_\w+)\s*\(([^;]*?)\)\s*[^;]*;", text):
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def parse_header(path):
+    text = strip_comments(open(path).read())
+    funcs = Functions()
+    funcs.family = "mpich" if "MPICH_VERSION" in text else "openmpi"
+    for name in INCLUDED[funcs.family]:
+        if re.search(r'#\s*include\s*[<"]%s[>"]' % re.escape(name), text):
+            text += "\n" + strip_comments(open(os.path.join(os.path.dirname(path), name)).read())
+    funcs.macros = frozenset(re.findall(r"#\s*define\s+MPI_(\w+)\(", text))
+    renames = MPICH_PARAMS if funcs.family == "mpich" else {}
+    for ret, name, params in re.findall(DECLARATIONS[funcs.family], text):
         params = " ".join(params.split())
         plist = []
         if params not in ("void", "") and "..." not in params:
             plist = [Param(p) for p in params.split(",")]
         elif "..." in params:
             plist = [Param(params.split(",")[0])]
+        for p in plist:
+            p.name = renames.get(name[4:], {}).get(p.name, p.name)
         funcs[name[4:]] = Func(name[4:], " ".join(ret.split()), plist)
     if not funcs:
         raise SystemExit("%s: no MPI function found" % path)
@@ -112,6 +198,8 @@ def parse_table(path, funcs):
         if not line:
             continue
         name, kind, anns = line[0], line[1], line[2:]
+        if name not in funcs and kind in ("c2f", "f2c") and name in getattr(funcs, "macros", ()):
+            continue  # a macro there (MPICH): nothing to wrap
         if name not in funcs:
             raise SystemExit("%s:%d: MPI_%s is not in mpi.h" % (path, lineno, name))
         if kind not in KINDS:
@@ -168,3 +256,21 @@ def indent(lines):
         else:
             out.append("\t" + line)
     return "\n".join(out)
+
+
+def main():
+    """gen_table.py MPI_H CALLS_DEF: parse both and say what the table
+    classifies of that header (the build of another MPI family's library
+    starts from this; the test gen-table-mpich runs it on MPICH's)."""
+    funcs = parse_header(sys.argv[1])
+    parse_table(sys.argv[2], funcs)
+    kinds = {}
+    for f in funcs.values():
+        kinds[f.kind] = kinds.get(f.kind, 0) + 1
+    print("%s (%s): %d functions, %d classified by %s, %d unknown, %d macros" %
+          (sys.argv[1], funcs.family, len(funcs), len(funcs) - kinds.get("unknown", 0),
+           os.path.basename(sys.argv[2]), kinds.get("unknown", 0), len(funcs.macros)))
+
+
+if __name__ == "__main__":
+    main()

@@ -22,6 +22,7 @@
 #include "regions.h"
 #include "session.h"
 #include "threads.h"
+#include STASIS_MPI_FAMILY_H
 
 /* The launcher, shells and tools the wrappers start get LD_PRELOAD too;
  * only a process that is an MPI rank has one of these. */
@@ -89,6 +90,30 @@ static void ensure_fixed_layout(void)
 	stasis_active = false;
 }
 
+/* A rank of another MPI family (a program linked against MPICH with this
+ * Open MPI build preloaded, bypassing stasis-run's check): its MPI calls
+ * would reach this build's wrappers and its MPI's functions with handles
+ * of the other (MPICH.md A.1: an abort inside MPI_Comm_rank). Stop it at
+ * load with one line naming both. The link map is walked without a lock:
+ * this may run inside another library's constructor. */
+static void refuse_foreign_mpi(void)
+{
+	const size_t n = strlen(STASIS_MPI_FOREIGN_LIBRARY);
+
+	for (struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
+		const char *name = l->l_name ? strrchr(l->l_name, '/') : NULL;
+
+		name = name ? name + 1 : l->l_name;
+		if (!name || strncmp(name, STASIS_MPI_FOREIGN_LIBRARY, n))
+			continue;
+		pr_err("the program is linked against %s (%s) but this libstasis.so is built for "
+		       "%s (%s): run it with stasis-run, which preloads the build for its MPI, or "
+		       "without stasis",
+		       STASIS_MPI_FOREIGN_FAMILY, name, STASIS_MPI_FAMILY, STASIS_MPI_LIBRARY);
+		_exit(1);
+	}
+}
+
 bool stasis_loaded;
 
 static void load(void)
@@ -97,6 +122,7 @@ static void load(void)
 
 	if (!is_mpi_rank())
 		return;
+	refuse_foreign_mpi();
 	stasis_active = true;
 	ensure_fixed_layout();
 	if (!stasis_active)

@@ -11,7 +11,8 @@
 #   CR_STASIS_RUN, CR_STASIS_RESTART
 #                    override the tools (used to test the harness itself)
 #   CR_NP            ranks (default 4)
-#   CR_LAUNCHER      mpirun (default) or another name of it, e.g. mpiexec
+#   CR_LAUNCHER      mpirun (default) or another name of it, e.g. mpiexec;
+#                    or MPICH's mpiexec.mpich (hydra: -n, no --oversubscribe)
 #   CR_TIMEOUT       seconds to wait for a line or an exit (default 120)
 #   CR_KEEP_TMP=1    keep the temporary directory even on success
 #
@@ -169,8 +170,13 @@ cr_app() {
 	cr_say "program: $CR_APP ${CR_ARGS[*]}"
 }
 
+# The launch command: Open MPI's mpirun (or CR_LAUNCHER), or MPICH's hydra
+# (mpiexec.mpich, mpiexec.hydra), which oversubscribes without a flag.
 cr_mpirun() {
-	echo "${CR_LAUNCHER:-mpirun}" --oversubscribe -np "$CR_NP"
+	case ${CR_LAUNCHER:-mpirun} in
+	*.mpich | *.hydra) echo "$CR_LAUNCHER" -n "$CR_NP" ;;
+	*) echo "${CR_LAUNCHER:-mpirun}" --oversubscribe -np "$CR_NP" ;;
+	esac
 }
 
 # --- jobs -----------------------------------------------------------------
