@@ -206,6 +206,8 @@ static int rebuild_chain(struct session *s, uint64_t id, struct why *out)
 			PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, s->comm);
 			if (!ok)
 				return why[0] ? why_set(out, -EUCLEAN, "%s", why) : -EUCLEAN;
+			if (!have)
+				s->images_rebuilt = true;
 			if (!have && !image_open(path, &img, NULL)) {
 				parent = image_header(img)->parent_id;
 				image_close(img);

@@ -657,7 +657,13 @@ static int check_file(const struct file_state *st, struct why *why)
 			    "bytes, was %llu",
 			    path, (long long)sb.st_size, (unsigned long long)st->size);
 		}
-	} else if ((uint64_t)sb.st_size < st->size) {
+	} else if (session_get() && session_get()->images_rebuilt) {
+		pr_warn("%s (an MPI file): if this rank overwrote bytes of it in place since the "
+			"checkpoint, they cannot be put back: its undo record was lost with its "
+			"node",
+			path);
+	}
+	if (!(st->amode & MPI_MODE_RDONLY) && (uint64_t)sb.st_size < st->size) {
 		return why_set(
 		    why, -ESTALE,
 		    "%s (an MPI file) is shorter than at the checkpoint (%lld bytes, was "

@@ -440,6 +440,11 @@ static int open_again(int i, struct why *why)
 	if (r->kind != FILE_REGULAR)
 		return 0;
 	if ((r->flags & O_ACCMODE) != O_RDONLY || written_elsewhere(i)) {
+		if (session_get() && session_get()->images_rebuilt)
+			pr_warn("%s (descriptor %d): if the program overwrote bytes of it in "
+				"place since the checkpoint, they cannot be put back: its undo "
+				"record was lost with this rank's node",
+				p, r->fd);
 		/* Cut shorter after the checkpoint, its undo record puts the
 		 * length back. */
 		if ((uint64_t)st.st_size < r->size && !undo_restores(r->dev, r->ino)) {

@@ -34,6 +34,10 @@ struct session {
 	const char *blocked_by;  /* first unsupported feature used, or NULL */
 	const struct dirty_backend *dirty; /* NULL: every checkpoint is full */
 	struct redundancy_set *redset; /* this rank's set (made at MPI_Init) */
+	/* The restart rebuilt this rank's images through the redundancy: its
+	 * node lost them, and with them the undo records of the files it
+	 * wrote in place (process/undo.h), which no redundancy holds. */
+	bool images_rebuilt;
 };
 
 /* The session of this process, or NULL before MPI_Init / when inactive. */

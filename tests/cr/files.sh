@@ -24,6 +24,13 @@
 #              stasis says so naming the file and the limit, takes no more
 #              checkpoints, the run ends right, and a restart from the
 #              checkpoints before stops with one line
+#   lost-node  each rank a node of its own (xor): killed after two
+#              checkpoints, rank 1's node (its checkpoint files and undo
+#              records) lost: the restart rebuilds its images, warns for
+#              each file of rank 1 open for writing that bytes overwritten
+#              in place since cannot be put back (no redundancy holds undo
+#              records), and resumes; same output, same files (this
+#              program only appends and writes past the checkpoint's end)
 #   refuse KIND...  for each KIND, the program makes something stasis
 #              cannot restore (files.c --refuse): a warning names it, no
 #              checkpoint is taken, the run ends with the right answer
@@ -46,6 +53,10 @@ overwrite) extra=(--overwrite) ;;
 undo-max)
 	extra=(--overwrite)
 	export STASIS_UNDO_MAX=100
+	;;
+lost-node)
+	export STASIS_SCHEME=xor STASIS_FAILURE_DOMAIN=1 STASIS_SET_SIZE=4
+	export STASIS_DIR=$CR_TMP/ckpt/node%n
 	;;
 esac
 app=${FILES_APP:-files}
@@ -174,6 +185,19 @@ overwrite)
 	cr_expect_same restart
 	expect_same_files
 	cr_pass "overwrite: written in place, killed, restarted: same output, same files"
+	;;
+lost-node)
+	kill_after 2
+	newest=$(STASIS_DIR=$CR_TMP/ckpt cr_newest_complete)
+	rm -rf "$CR_TMP/ckpt/node1"
+	cr_restart restart
+	cr_expect_status restart 0
+	cr_expect_line restart "resumed from checkpoint $newest\\b" "resumed from the newest checkpoint"
+	cr_expect_line restart 'rebuilt lost or damaged images' "rank 1's images were rebuilt"
+	cr_expect_words restart "rank 1's data file is named" '^stasis' 'files\.data\.1' 'in place' 'undo record was lost'
+	cr_expect_same restart
+	expect_same_files
+	cr_pass "lost-node: rank 1's node lost, rebuilt, warned for its written files: same output, same files"
 	;;
 undo-max)
 	cr_run_wait run
