@@ -25,7 +25,7 @@ int main(int argc, char **argv)
 	    kill_step = atoi(argv[4]);
 	int role, error, rank, size;
 	MPI_Comm comm;
-	Fenix_Init(&role, MPI_COMM_WORLD, &comm, &argc, &argv, 0, 0, MPI_INFO_NULL, &error);
+	Fenix_Init(&role, MPI_COMM_WORLD, &comm, &argc, &argv, 0, 1, MPI_INFO_NULL, &error);
 	if (error)
 		return 1;
 	MPI_Comm_rank(comm, &rank);
