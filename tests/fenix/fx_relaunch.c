@@ -11,7 +11,8 @@
  *
  * Usage: fx_relaunch STEPS N_DOUBLES SPARES KILLS
  *   KILLS: "-" or a comma list of P:E:K, "world rank P SIGKILLs itself in
- *   launch E (STASIS_FENIX_EPOCH) after committing step K".
+ *   launch E (STASIS_FENIX_EPOCH) after committing step K" (K -1: just
+ *   after Fenix_Init and the restore).
  *   FX_PID_DIR: write pid.E.P there (for kills from outside); rank 0 then
  *   prints "committed E K" after each commit. */
 #include <fenix.h>
@@ -77,6 +78,7 @@ int main(int argc, char **argv)
 		snprintf(fl + strlen(fl), sizeof(fl) - strlen(fl), "%s%d", i ? "," : "", fails[i]);
 	printf("launch %d world %d rank %d/%d role %d error %d fails [%s] roles %d/%d/%d rank0 %d\n",
 	       epoch, world, rank, size, role, error, fl, cnt[0], cnt[1], cnt[2], r0role);
+	fflush(stdout);
 
 	int flag, pol[3] = {1, size / 2, 0};
 	Fenix_Data_group_create(5, comm, 0, 1, FENIX_DATA_POLICY_IN_MEMORY_RAID, pol, &flag);
@@ -97,6 +99,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (dies_now(kills, world, epoch, -1))
+		raise(SIGKILL); /* K = -1: as soon as the data is back */
 	for (; step < steps;) {
 		MPI_Sendrecv(v, n, MPI_DOUBLE, (rank + 1) % size, 0, in, n, MPI_DOUBLE,
 			     (rank + size - 1) % size, 0, comm, MPI_STATUS_IGNORE);
@@ -112,7 +116,7 @@ int main(int argc, char **argv)
 		if (dies_now(kills, world, epoch, step))
 			raise(SIGKILL);
 		if (pd)
-			usleep(20000); /* room for a kill from outside */
+			usleep(50000); /* room for a kill from outside */
 	}
 	uint64_t h = 1469598103934665603ull;
 	for (int i = 0; i < n; i++) {
