@@ -35,6 +35,9 @@ struct fx_member {
 	 * elements were stored (repeated stores merge). */
 	unsigned char *stage, *mask;
 	int stage_count;
+	/* Recreated from the snapshots on a relaunch (the spec's implicit
+	 * re-creation): buffer unknown until attr_set or member_create. */
+	bool implicit;
 };
 
 struct fx_group {
@@ -109,6 +112,9 @@ int fx_merge(int gid, int ts, int slot, int mid, unsigned char *out, unsigned ch
 int fx_consistent(struct fx_group *g, int *out);
 int fx_read_done(int gid, int ts, int slot, int *size);
 int fx_remove_snapshot(int gid, int ts, int slot);
+/* The members stored in (gid, ts, slot), in creation order: {mid, dtsize,
+ * count} each; their number, or -errno. */
+int fx_members(int gid, int ts, int slot, int (*mi)[3], int max);
 int fx_write_meta(struct fx_group *g);
 int fx_read_meta(int gid, int policy[3]);
 

@@ -21,7 +21,8 @@
 #                 uninterrupted run's
 #   relaunch-lost   the same failure with the dead rank's directory deleted
 #                 before the relaunch: the spare's data is rebuilt through
-#                 the partner copies
+#                 the partner copies; the relaunched ranks restore into
+#                 the members the relaunch recreated (no member_create)
 #   relaunch-chain  np 6 with 2 spares, stasis-run --fenix --restarts 3: an
 #                 active rank dies, then a spare (SIGKILL from outside),
 #                 then another active rank: spares used highest first,
@@ -191,13 +192,16 @@ relaunch-kill)
 relaunch-lost)
 	run5 ref ref -- "$B/tests/fenix/fx_relaunch" 8 3000 1 - || fail "reference run"
 	rc=0
-	run5 k k1 -- "$B/tests/fenix/fx_relaunch" 8 3000 1 1:0:4 || rc=$?
+	run5 k k1 -- "$B/tests/fenix/fx_relaunch" 8 3000 1 1:0:4 implicit || rc=$?
 	[ $rc -ne 0 ] || fail "the first launch was not killed"
 	[ -d "$T/k/1/fx/fenix" ] || fail "no files of world rank 1"
 	rm -rf "$T/k/1"
-	run5 k k2 STASIS_FENIX_EPOCH=1 -- "$B/tests/fenix/fx_relaunch" 8 3000 1 1:0:4 || fail "relaunch"
+	run5 k k2 STASIS_FENIX_EPOCH=1 -- "$B/tests/fenix/fx_relaunch" 8 3000 1 1:0:4 implicit ||
+		fail "relaunch"
 	expect k2 "launch 1 world 4 rank 1/4 role 1 error 0 fails \[1\] roles 0/1/3 rank0 2"
 	expect k2 "launch 1 rank 1 restore 0 0 step 4"
+	[ "$(grep -c '^launch 1 rank . implicit members: buffers 1 1, count 3000$' "$T/k2.out")" = 4 ] ||
+		fail "members not recreated by the relaunch"
 	[ "$(sums ref)" = "$(sums k2)" ] || fail "checksums differ from the uninterrupted run"
 	[ "$(stat -c %a "$T/k/4/fx/fenix")" = 700 ] || fail "spare's directory mode"
 	for f in "$T"/k/*/fx/fenix/*; do

@@ -9,7 +9,9 @@
  * (FENIX_WARNING_SPARE_RANKS_DEPLETED) restore must refuse (the
  * communicator is smaller than at store time) and the ranks start over.
  *
- * Usage: fx_relaunch STEPS N_DOUBLES SPARES KILLS
+ * Usage: fx_relaunch STEPS N_DOUBLES SPARES KILLS [implicit]
+ *   implicit: a relaunched rank restores without member_create (the
+ *   relaunch recreated the members) and then sets their buffers.
  *   KILLS: "-" or a comma list of P:E:K, "world rank P SIGKILLs itself in
  *   launch E (STASIS_FENIX_EPOCH) after committing step K" (K -1: just
  *   after Fenix_Init and the restore).
@@ -83,13 +85,24 @@ int main(int argc, char **argv)
 	int flag, pol[3] = {1, size / 2, 0};
 	Fenix_Data_group_create(5, comm, 0, 1, FENIX_DATA_POLICY_IN_MEMORY_RAID, pol, &flag);
 	double *v = malloc(sizeof(double) * (size_t)n), *in = malloc(sizeof(double) * (size_t)n);
-	int step = 0;
-	Fenix_Data_member_create(5, 1, v, n, MPI_DOUBLE);
-	Fenix_Data_member_create(5, 2, &step, 1, MPI_INT);
+	int step = 0, implicit = argc > 5 && !strcmp(argv[5], "implicit");
+	if (role == FENIX_ROLE_INITIAL_RANK || !implicit) {
+		Fenix_Data_member_create(5, 1, v, n, MPI_DOUBLE);
+		Fenix_Data_member_create(5, 2, &step, 1, MPI_INT);
+	}
 	start(v, n, rank);
 	if (role != FENIX_ROLE_INITIAL_RANK) {
 		int r1 = Fenix_Data_member_restore(5, 1, v, n, FENIX_DATA_SNAPSHOT_LATEST, NULL);
 		int r2 = Fenix_Data_member_restore(5, 2, &step, 1, FENIX_DATA_SNAPSHOT_LATEST, NULL);
+		if (implicit) {
+			/* The relaunch recreated the members: give them buffers. */
+			int f1 = 0, f2 = 0, c = -1;
+			Fenix_Data_member_attr_set(5, 1, FENIX_DATA_MEMBER_ATTRIBUTE_BUFFER, v, &f1);
+			Fenix_Data_member_attr_set(5, 2, FENIX_DATA_MEMBER_ATTRIBUTE_BUFFER, &step, &f2);
+			Fenix_Data_member_attr_get(5, 1, FENIX_DATA_MEMBER_ATTRIBUTE_COUNT, &c, &f1, 0);
+			printf("launch %d rank %d implicit members: buffers %d %d, count %d\n", epoch,
+			       rank, f1, f2, c);
+		}
 		printf("launch %d rank %d restore %d %d step %d\n", epoch, rank, r1, r2, step);
 		if (error == FENIX_WARNING_SPARE_RANKS_DEPLETED) {
 			/* Fewer ranks than at store time: start over. */
