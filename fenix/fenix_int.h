@@ -35,6 +35,9 @@ struct fx_member {
 	 * elements were stored (repeated stores merge). */
 	unsigned char *stage, *mask;
 	int stage_count;
+	/* Recreated from the snapshots on a relaunch (the spec's implicit
+	 * re-creation): buffer unknown until attr_set or member_create. */
+	bool implicit;
 };
 
 struct fx_group {
@@ -51,6 +54,18 @@ struct fx_group {
 	struct fx_group *next;
 };
 
+/* Process recovery by relaunch (fx_proc.c): this launch's view of the
+ * reference's world after every repair so far. */
+struct fx_proc {
+	int epoch;	  /* STASIS_FENIX_EPOCH: launches before this one */
+	int *world;	  /* live processes (comm ranks) in Fenix world order */
+	int nworld, nspare; /* its top nspare are spares */
+	int *role;	  /* per rank of the resilient comm */
+	int *fail, nfail; /* failed world positions of the last repair */
+	int slot;	  /* this process's rank in the resilient comm, or -1 */
+	int code;	  /* FENIX_SUCCESS or FENIX_WARNING_SPARE_RANKS_DEPLETED */
+};
+
 struct fx_state {
 	bool init, finalized;
 	MPI_Comm world; /* dup of Fenix_Init's comm */
@@ -58,6 +73,7 @@ struct fx_state {
 	int role, nspare;
 	char dir[4200]; /* .../fenix */
 	struct fx_group *groups;
+	struct fx_proc proc;
 };
 
 extern struct fx_state fx;
@@ -73,6 +89,11 @@ int fx_agree(MPI_Comm comm, int code);
 /* Print one line naming the cause (rank 0 of comm, or every rank when
  * all is true) and return code. */
 int fx_say(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Relaunch recovery (fx_proc.c): fills fx.proc (fx.world and fx.dir set). */
+int fx_proc_init(MPI_Comm comm, int spares, int spawn, struct fx_proc *p);
+/* Mark this process as ended by the job, not failed (Fenix_Finalize). */
+void fx_proc_survived(void);
 
 /* Snapshot files (fx_snap.c). */
 void fx_name(char *buf, size_t len, int gid, int ts, int slot, const char *ext);
@@ -91,6 +112,9 @@ int fx_merge(int gid, int ts, int slot, int mid, unsigned char *out, unsigned ch
 int fx_consistent(struct fx_group *g, int *out);
 int fx_read_done(int gid, int ts, int slot, int *size);
 int fx_remove_snapshot(int gid, int ts, int slot);
+/* The members stored in (gid, ts, slot), in creation order: {mid, dtsize,
+ * count} each; their number, or -errno. */
+int fx_members(int gid, int ts, int slot, int (*mi)[3], int max);
 int fx_write_meta(struct fx_group *g);
 int fx_read_meta(int gid, int policy[3]);
 

@@ -29,6 +29,41 @@ struct fx_member *fx_member_find(struct fx_group *g, int mid)
 	return NULL;
 }
 
+/* A relaunched group gets back the members of its newest snapshot (the
+ * spec: "after a failure, members are recreated implicitly"), so that a
+ * recovered rank can restore before, or without, member_create; their
+ * buffer is unknown until attr_set(BUFFER) or member_create gives it. The
+ * member list comes from the lowest rank that has a snapshot (a spare
+ * whose files are still to be rebuilt has none); counts are each rank's
+ * own where it has them. */
+#define FX_MAX_IMPLICIT 64
+static void implicit_members(struct fx_group *g, int newest)
+{
+	int mine[FX_MAX_IMPLICIT][3], all[FX_MAX_IMPLICIT][3];
+	int n = newest >= 0 ? fx_members(g->gid, newest, g->rank, mine, FX_MAX_IMPLICIT) : -1;
+	int who = n > 0 ? g->rank : g->size, from;
+	MPI_Allreduce(&who, &from, 1, MPI_INT, MPI_MIN, g->comm);
+	if (from == g->size)
+		return;
+	int cnt = n;
+	if (g->rank == from)
+		memcpy(all, mine, sizeof(mine));
+	MPI_Bcast(&cnt, 1, MPI_INT, from, g->comm);
+	MPI_Bcast(all, 3 * FX_MAX_IMPLICIT, MPI_INT, from, g->comm);
+	struct fx_member *m = calloc((size_t)cnt, sizeof(*m));
+	if (!m)
+		return;
+	for (int i = 0; i < cnt; i++) {
+		m[i] = (struct fx_member){.mid = all[i][0], .dtsize = all[i][1], .count = all[i][2],
+					  .dt = MPI_DATATYPE_NULL, .implicit = true};
+		for (int k = 0; k < n; k++)
+			if (mine[k][0] == m[i].mid)
+				m[i].count = mine[k][2];
+	}
+	g->m = m;
+	g->nm = cnt;
+}
+
 int fx_group_make(int gid, MPI_Comm comm, int start_ts, int depth, const int policy[3])
 {
 	struct fx_group *g = calloc(1, sizeof(*g));
@@ -53,6 +88,8 @@ int fx_group_make(int gid, MPI_Comm comm, int start_ts, int depth, const int pol
 	MPI_Allreduce(&next, &g->next_ts, 1, MPI_INT, MPI_MAX, g->comm);
 	g->next = fx.groups;
 	fx.groups = g;
+	if (fx.proc.epoch > 0)
+		implicit_members(g, n > 0 ? ts[n - 1] : -1);
 	return FENIX_SUCCESS;
 }
 
@@ -143,14 +180,23 @@ int Fenix_Data_member_create(int gid, int mid, void *buf, int count, MPI_Datatyp
 	if (found)
 		return found;
 	int code = FENIX_SUCCESS, dtsize = 0;
-	if (mid < 0 || mid >= FENIX_MEMBER_ID_MAX || fx_member_find(g, mid))
+	struct fx_member *old = mid < 0 ? NULL : fx_member_find(g, mid);
+	if (mid < 0 || mid >= FENIX_MEMBER_ID_MAX || (old && !old->implicit))
 		code = FENIX_ERROR_INVALID_MEMBERID;
 	else if (count < 0 || dt == MPI_DATATYPE_NULL || MPI_Type_size(dt, &dtsize) != MPI_SUCCESS ||
 		 dtsize <= 0)
 		code = FENIX_ERROR_MEMBER_CREATE;
+	/* The program may create again what the relaunch recreated: the same
+	 * member, now with its buffer (another element size would not be). */
+	if (!code && old && old->dtsize != dtsize)
+		code = FENIX_ERROR_MEMBER_CREATE;
 	code = fx_agree(g->comm, code);
 	if (code)
 		return code;
+	if (old) {
+		old->buf = buf, old->count = count, old->dt = dt, old->implicit = false;
+		return FENIX_SUCCESS;
+	}
 	struct fx_member *n = realloc(g->m, sizeof(*n) * (size_t)(g->nm + 1));
 	if (!n)
 		return FENIX_ERROR_MEMBER_CREATE;

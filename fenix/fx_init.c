@@ -1,12 +1,11 @@
 /* Fenix_Init and the process side of Fenix on stasis. Without ULFM (none
- * works on Debian 12, FENIX.md section 3) a failed rank ends the job; the
- * job is launched again and the program restores its data from the store.
- * Here: the resilient communicator (the first size - spares ranks, in
- * order), the spares parked in Fenix_Init until Fenix_Finalize, and the
- * role: INITIAL on the first launch, RECOVERED on a relaunch, which a
- * launcher says with STASIS_FENIX_EPOCH >= 1 (every rank restarts, none
- * survives in memory). The relaunch by stasis-run --fenix, and the
- * survivor/ghost bookkeeping of FENIX.md 4.3, are not built yet. */
+ * works on Debian 12, FENIX.md section 3) a failed rank ends the job;
+ * stasis-run --fenix launches it again (STASIS_FENIX_EPOCH one higher) and
+ * Fenix_Init rebuilds the communicator, roles, spares and fail list the
+ * reference's repair would give (fx_proc.c); the program restores its data
+ * from the store. Here: the resilient communicator, the spares and the
+ * relaunched processes of failed ranks parked in Fenix_Init until
+ * Fenix_Finalize, and the role queries. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -70,8 +69,8 @@ static int open_dir(int rank, struct why *why)
 	return 0;
 }
 
-static void init(MPI_Comm comm, MPI_Comm *newcomm, int *role, int spare_ranks, MPI_Info info,
-		 int *error)
+static void init(MPI_Comm comm, MPI_Comm *newcomm, int *role, int spare_ranks, int spawn,
+		 MPI_Info info, int *error)
 {
 	int size, rank, ret;
 	*error = FENIX_SUCCESS;
@@ -116,21 +115,28 @@ static void init(MPI_Comm comm, MPI_Comm *newcomm, int *role, int spare_ranks, M
 		*error = FENIX_ERROR_INTERN;
 		return;
 	}
-	const char *ep = getenv("STASIS_FENIX_EPOCH");
-	fx.role = ep && atoi(ep) > 0 ? FENIX_ROLE_RECOVERED_RANK : FENIX_ROLE_INITIAL_RANK;
 	fx.nspare = spare_ranks;
 	MPI_Comm_dup(comm, &fx.world);
-	int active = rank < size - spare_ranks;
-	MPI_Comm_split(fx.world, active ? 0 : MPI_UNDEFINED, rank, &fx.comm);
+	ret = fx_agree(comm, fx_proc_init(comm, spare_ranks, spawn ? 1 : 0, &fx.proc));
+	if (ret) {
+		*error = ret;
+		return;
+	}
+	int slot = fx.proc.slot;
+	MPI_Comm_split(fx.world, slot >= 0 ? 0 : MPI_UNDEFINED, slot, &fx.comm);
 	fx.init = true;
-	if (!active) {
-		/* A spare: no failure can be repaired in place here, so it waits
-		 * for Fenix_Finalize and leaves as the spec's spares do. */
+	if (slot < 0) {
+		/* A spare, or the relaunched process of a failed rank: no
+		 * failure can be repaired in place here, so it waits for
+		 * Fenix_Finalize and leaves as the spec's spares do. */
 		MPI_Barrier(fx.world);
+		fx_proc_survived();
 		MPI_Comm_free(&fx.world);
 		MPI_Finalize();
 		exit(0);
 	}
+	fx.role = fx.proc.role[slot];
+	*error = fx.proc.code;
 	int world_policy[3] = {1, 0, 0};
 	fx_group_make(FENIX_DATA_GROUP_WORLD_ID, fx.comm, 0, 0, world_policy);
 	if (newcomm)
@@ -141,9 +147,9 @@ static void init(MPI_Comm comm, MPI_Comm *newcomm, int *role, int spare_ranks, M
 void Fenix_Init_spec(MPI_Comm comm, MPI_Comm *newcomm, int *role, int *argc, char ***argv,
 		     int spare_ranks, int spawn, MPI_Info info, int *error)
 {
-	(void)argc, (void)argv, (void)spawn;
+	(void)argc, (void)argv;
 	int dummy;
-	init(comm, newcomm, role ? role : &dummy, spare_ranks, info, error);
+	init(comm, newcomm, role ? role : &dummy, spare_ranks, spawn, info, error);
 }
 
 void Fenix_Init_ref(int *role, MPI_Comm comm, MPI_Comm *newcomm, int *argc, char ***argv,
@@ -182,17 +188,29 @@ int Fenix_Callback_pop(void)
 	return FENIX_SUCCESS;
 }
 
+/* The roles are those of the resilient communicator's ranks (fx.proc);
+ * comm must have its size (the resilient comm or a dup of it). */
+static int check_comm(MPI_Comm comm)
+{
+	int size;
+	if (comm == MPI_COMM_NULL || MPI_Comm_size(comm, &size) != MPI_SUCCESS ||
+	    size != fx.proc.nworld - fx.proc.nspare)
+		return -1;
+	return size;
+}
+
 int Fenix_Get_number_of_ranks_with_role(MPI_Comm comm, int role, int *n)
 {
 	if (!fx.init)
 		return FENIX_ERROR_UNINITIALIZED;
 	if (role < FENIX_ROLE_INITIAL_RANK || role > FENIX_ROLE_SURVIVOR_RANK || !n)
 		return FENIX_ERROR_INVALID_ATTRIBUTE_VALUE;
-	int size;
-	if (comm == MPI_COMM_NULL || MPI_Comm_size(comm, &size) != MPI_SUCCESS)
+	int size = check_comm(comm);
+	if (size < 0)
 		return FENIX_ERROR_INVALID_ATTRIBUTE_VALUE;
-	/* After a relaunch every rank restarted: all share one role. */
-	*n = role == fx.role ? size : 0;
+	*n = 0;
+	for (int r = 0; r < size; r++)
+		*n += fx.proc.role[r] == role;
 	return FENIX_SUCCESS;
 }
 
@@ -205,11 +223,10 @@ int Fenix_Get_role(MPI_Comm comm, int rank, int *role)
 {
 	if (!fx.init)
 		return FENIX_ERROR_UNINITIALIZED;
-	int size;
-	if (comm == MPI_COMM_NULL || MPI_Comm_size(comm, &size) != MPI_SUCCESS || rank < 0 ||
-	    rank >= size)
+	int size = check_comm(comm);
+	if (size < 0 || rank < 0 || rank >= size || !role)
 		return FENIX_ERROR_INVALID_POSITION;
-	*role = fx.role;
+	*role = fx.proc.role[rank];
 	return FENIX_SUCCESS;
 }
 
@@ -218,12 +235,13 @@ int Fenix_get_role(MPI_Comm comm, int rank, int *role)
 	return Fenix_Get_role(comm, rank, role);
 }
 
+/* The reference's form: the count, and the failed Fenix world ranks of the
+ * most recent recovery (none on the first launch). */
 int Fenix_Process_fail_list(int **fail_list)
 {
-	/* Who failed is not known without the relaunch bookkeeping. */
 	if (fail_list)
-		*fail_list = NULL;
-	return 0;
+		*fail_list = fx.init ? fx.proc.fail : NULL;
+	return fx.init ? fx.proc.nfail : 0;
 }
 
 int Fenix_Process_detect_failures(int do_recovery)
@@ -244,6 +262,7 @@ int Fenix_Finalize(void)
 		return FENIX_ERROR_UNINITIALIZED;
 	/* Releases the spares waiting in Fenix_Init. */
 	MPI_Barrier(fx.world);
+	fx_proc_survived();
 	fx.finalized = true;
 	MPI_Comm_free(&fx.world);
 	return FENIX_SUCCESS;

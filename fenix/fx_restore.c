@@ -102,6 +102,20 @@ static int restore(int gid, int mid, void *target, int max_count, int ts, Fenix_
 	code = fx_agree(g->comm, code);
 	if (code)
 		return code;
+	/* Stored by another number of ranks (after a shrink): refused before
+	 * anything is rebuilt, as a rebuild over this comm's sets would be of
+	 * the wrong slots. */
+	int sz = 0, t[FX_MAX_SNAPS], nt = fx_list_done(gid, g->rank, t, FX_MAX_SNAPS), other;
+	if (nt > 0 && fx_read_done(gid, t[nt - 1], g->rank, &sz))
+		sz = 0;
+	int mism = sz && sz != g->size ? sz : 0;
+	MPI_Allreduce(&mism, &other, 1, MPI_INT, MPI_MAX, g->comm);
+	if (other && !from_rank) {
+		if (g->rank == 0)
+			fx_say(0, "restore of group %d: stored by %d ranks, restored by %d: use "
+				  "restore_from_rank", gid, other, g->size);
+		return FENIX_ERROR_INVALID_GROUPID;
+	}
 	struct why why = WHY_INIT;
 	int ret = recover(g, &why);
 	int r0 = ret;

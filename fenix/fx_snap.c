@@ -360,6 +360,27 @@ int fx_merge(int gid, int ts, int slot, int mid, unsigned char *out, unsigned ch
 	return ret;
 }
 
+int fx_members(int gid, int ts, int slot, int (*mi)[3], int max)
+{
+	unsigned char *b;
+	size_t len;
+	int ret = dat_load(gid, ts, slot, &b, &len);
+	if (ret)
+		return ret;
+	struct dat_hdr h;
+	memcpy(&h, b, sizeof(h));
+	size_t at = sizeof(h);
+	int n = 0;
+	for (uint32_t i = 0; i < h.nm && n < max; i++) {
+		struct dat_sec s;
+		memcpy(&s, b + at, sizeof(s));
+		at += sizeof(s) + sizeof(int32_t) * 2 * (size_t)s.nblocks + s.bytes;
+		mi[n][0] = (int)s.mid, mi[n][1] = (int)s.dtsize, mi[n++][2] = (int)s.count;
+	}
+	free(b);
+	return n;
+}
+
 int fx_remove_snapshot(int gid, int ts, int slot)
 {
 	/* The commit record first: a half-removed snapshot is never complete. */

@@ -14,6 +14,20 @@
 #   lost-two SCHEME  two node directories of one set deleted: xor refuses
 #                 with one line naming the set and its tolerance, and no
 #                 file of the others is deleted; rs (k 2) rebuilds both
+#   relaunch-kill   stasis-run --fenix --restarts 2, np 5 with 1 spare: world
+#                 rank 1 SIGKILLed from outside at a random commit; one
+#                 relaunch, the spare takes rank 1 (RECOVERED, the others
+#                 SURVIVOR, fail list [1]); checksums equal the
+#                 uninterrupted run's
+#   relaunch-lost   the same failure with the dead rank's directory deleted
+#                 before the relaunch: the spare's data is rebuilt through
+#                 the partner copies; the relaunched ranks restore into
+#                 the members the relaunch recreated (no member_create)
+#   relaunch-chain  np 6 with 2 spares, stasis-run --fenix --restarts 3: an
+#                 active rank dies, then a spare (SIGKILL from outside),
+#                 then another active rank: spares used highest first,
+#                 then the communicator shrinks with
+#                 FENIX_WARNING_SPARE_RANKS_DEPLETED on every rank
 # Exit 0 pass, 1 fail.
 set -euo pipefail
 B=${STASIS_BUILD:?}
@@ -32,6 +46,20 @@ run() { # run DIR NAME [env...] -- args: mpirun -np 4, output to $T/NAME.out
 		"${envs[@]}" "$@" >"$T/$name.out" 2>&1
 }
 sums() { grep checksum "$T/$1.out" | sort; }
+run5() { # as run, on 5 processes
+	local dir=$1 name=$2
+	shift 2
+	local envs=()
+	while [ "$1" != -- ]; do envs+=(-x "$1"); shift; done
+	shift
+	timeout -k 5 90 mpirun --oversubscribe -np 5 -x STASIS_DIR="$T/$dir/%r" -x STASIS_JOB=fx \
+		"${envs[@]}" "$@" >"$T/$name.out" 2>&1
+}
+expect() { grep -qx -- "$2" "$T/$1.out" || fail "no line '$2' in $1"; }
+relaunched() { # N OUT: exactly N Fenix relaunches by stasis-run
+	[ "$(grep -c 'stasis-run: the job failed .*: Fenix relaunch' "$T/$2.out")" = "$1" ] ||
+		fail "expected $1 relaunch(es): $(grep -c 'Fenix relaunch' "$T/$2.out")"
+}
 
 case $1 in
 errors)
@@ -138,6 +166,78 @@ installed)
 	mpicc "$(dirname "$0")/fx_errors.c" $flags -o "$T/fx_errors" >"$T/cc.out" 2>&1 ||
 		fail "building against the installed fenix.h: $(head -3 "$T/cc.out")"
 	echo "ok: installed $lib, $hdr, $pc (prefix $prefix); a Fenix program builds with pkg-config"
+	;;
+relaunch-kill)
+	args=(20 65536 1 -)
+	run5 ref ref -- "$B/tests/fenix/fx_relaunch" "${args[@]}" || fail "reference run"
+	mkdir -m 700 "$T/pids"
+	STASIS_DIR="$T/k/%r" STASIS_JOB=fx FX_PID_DIR="$T/pids" setsid timeout -k 5 120 \
+		"$B/tools/stasis-run" --fenix --restarts 2 mpirun --oversubscribe -np 5 \
+		"$B/tests/fenix/fx_relaunch" "${args[@]}" >"$T/k.out" 2>&1 &
+	job=$!
+	k=$((2 + RANDOM % 12))
+	for _ in $(seq 900); do grep -q "^committed 0 $k\$" "$T/k.out" 2>/dev/null && break; sleep 0.02; done
+	grep -q "^committed 0 $k\$" "$T/k.out" || { kill -9 -- -$job 2>/dev/null; fail "no commit $k"; }
+	sleep "0.0$((RANDOM % 10))"
+	kill -9 "$(cat "$T/pids/pid.0.1")" || true
+	wait $job || fail "stasis-run --fenix exit $?"
+	relaunched 1 k
+	expect k "launch 1 world 4 rank 1/4 role 1 error 0 fails \[1\] roles 0/1/3 rank0 2"
+	for w in 0 2 3; do
+		expect k "launch 1 world $w rank $w/4 role 2 error 0 fails \[1\] roles 0/1/3 rank0 2"
+	done
+	[ "$(sums ref)" = "$(sums k)" ] || fail "checksums differ from the uninterrupted run"
+	echo "ok: world rank 1 killed after commit $k; spare 4 took rank 1; same checksums"
+	;;
+relaunch-lost)
+	run5 ref ref -- "$B/tests/fenix/fx_relaunch" 8 3000 1 - || fail "reference run"
+	rc=0
+	run5 k k1 -- "$B/tests/fenix/fx_relaunch" 8 3000 1 1:0:4 implicit || rc=$?
+	[ $rc -ne 0 ] || fail "the first launch was not killed"
+	[ -d "$T/k/1/fx/fenix" ] || fail "no files of world rank 1"
+	rm -rf "$T/k/1"
+	run5 k k2 STASIS_FENIX_EPOCH=1 -- "$B/tests/fenix/fx_relaunch" 8 3000 1 1:0:4 implicit ||
+		fail "relaunch"
+	expect k2 "launch 1 world 4 rank 1/4 role 1 error 0 fails \[1\] roles 0/1/3 rank0 2"
+	expect k2 "launch 1 rank 1 restore 0 0 step 4"
+	[ "$(grep -c '^launch 1 rank . implicit members: buffers 1 1, count 3000$' "$T/k2.out")" = 4 ] ||
+		fail "members not recreated by the relaunch"
+	[ "$(sums ref)" = "$(sums k2)" ] || fail "checksums differ from the uninterrupted run"
+	[ "$(stat -c %a "$T/k/4/fx/fenix")" = 700 ] || fail "spare's directory mode"
+	for f in "$T"/k/*/fx/fenix/*; do
+		[ "$(stat -c %a "$f")" = 600 ] || fail "$f: mode $(stat -c %a "$f")"
+	done
+	ls "$T"/k/4/fx/fenix/g5-t*.c1.done >/dev/null || fail "slot 1 not carried on by the spare"
+	echo "ok: the dead rank's directory lost; the spare's data rebuilt from the partner; same checksums"
+	;;
+relaunch-chain)
+	# launch 0: world 1 dies (self, step 3): spare 5 takes rank 1
+	# launch 1: spare 4 is SIGKILLed from outside (once launch 1 runs): no
+	#           rank moves (the active ranks may be done by the time
+	#           mpirun ends the job: then they wait in Fenix_Finalize)
+	# launch 2: world 2 dies (self) after its restore: no spare left,
+	#           shrink to 3
+	mkdir -m 700 "$T/pids"
+	STASIS_DIR="$T/c/%r" STASIS_JOB=fx FX_PID_DIR="$T/pids" setsid timeout -k 5 150 \
+		"$B/tools/stasis-run" --fenix --restarts 3 mpirun --oversubscribe -np 6 \
+		"$B/tests/fenix/fx_relaunch" 12 3000 2 1:0:3,2:2:-1 >"$T/c.out" 2>&1 &
+	job=$!
+	for _ in $(seq 1500); do grep -q "^launch 1 world 5 " "$T/c.out" 2>/dev/null && break; sleep 0.02; done
+	grep -q "^launch 1 world 5 " "$T/c.out" || { kill -9 -- -$job 2>/dev/null; fail "launch 1 did not start"; }
+	kill -9 "$(cat "$T/pids/pid.1.4")" || true
+	wait $job || fail "stasis-run --fenix exit $?"
+	relaunched 3 c
+	expect c "launch 1 world 5 rank 1/4 role 1 error 0 fails \[1\] roles 0/1/3 rank0 2"
+	expect c "launch 1 world 2 rank 2/4 role 2 error 0 fails \[1\] roles 0/1/3 rank0 2"
+	expect c "launch 2 world 5 rank 1/4 role 2 error 0 fails \[4\] roles 0/0/4 rank0 2"
+	expect c "launch 2 world 3 rank 3/4 role 2 error 0 fails \[4\] roles 0/0/4 rank0 2"
+	for l in "world 0 rank 0/3" "world 5 rank 1/3" "world 3 rank 2/3"; do
+		expect c "launch 3 $l role 2 error 100 fails \[2\] roles 0/0/3 rank0 2"
+	done
+	[ "$(grep -c '^launch 3 rank . restore -14 -14 step' "$T/c.out")" = 3 ] ||
+		fail "restore after the shrink not refused on every rank"
+	[ "$(grep -c '^rank . of 3 steps 12 checksum' "$T/c.out")" = 3 ] || fail "no end on 3 ranks"
+	echo "ok: spare 5 took rank 1, spare 4's death moved nothing, then the shrink to 3 with the warning on every rank"
 	;;
 *) fail "unknown case $1" ;;
 esac

@@ -2,7 +2,8 @@
  * vector to the next rank, adds its rank to it, stores the vector and the
  * step in a Fenix group and commits with a barrier. Rank <kill> SIGKILLs
  * itself after step <kill_step> of the first launch; the job is launched
- * again (STASIS_FENIX_EPOCH=1: role RECOVERED), restores and goes on. The
+ * again (STASIS_FENIX_EPOCH=1; spawn 1: the relaunched rank takes its place
+ * back, role RECOVERED, the others SURVIVOR), restores and goes on. The
  * final line per rank is a checksum of its vector, identical with and
  * without the failure.
  * Usage: fx_ring STEPS N_DOUBLES KILL_RANK KILL_STEP SCHEME(partner|xor|rs) */
@@ -25,7 +26,7 @@ int main(int argc, char **argv)
 	    kill_step = atoi(argv[4]);
 	int role, error, rank, size;
 	MPI_Comm comm;
-	Fenix_Init(&role, MPI_COMM_WORLD, &comm, &argc, &argv, 0, 0, MPI_INFO_NULL, &error);
+	Fenix_Init(&role, MPI_COMM_WORLD, &comm, &argc, &argv, 0, 1, MPI_INFO_NULL, &error);
 	if (error)
 		return 1;
 	MPI_Comm_rank(comm, &rank);
