@@ -163,6 +163,11 @@ int fds_event_make(const struct file_record *recs, char *const *data, const size
 int fds_event_register(const struct file_record *r, const char *data, size_t len,
 		       struct why *why);
 
+/* The payload storage every describe above and below fills (one: a
+ * payload is valid until the next describe), grown to at least n bytes
+ * with its contents kept; NULL when out of memory. */
+char *fds_payload(size_t n);
+
 /* Whether fd is the first descriptor of its description in the range. */
 bool fds_event_first_of_desc(int fd);
 

@@ -37,22 +37,22 @@
 #include "format.h"
 #include "log.h"
 
-/* Module storage for one payload, valid until the next describe. */
+/* The describes' one payload storage (fds_payload). */
 static char *payload;
 static size_t payload_cap;
 
-static int reserve_payload(size_t n)
+char *fds_payload(size_t n)
 {
 	char *p;
 
 	if (n <= payload_cap)
-		return 0;
+		return payload;
 	p = realloc(payload, n);
 	if (!p)
-		return -ENOMEM;
+		return NULL;
 	payload = p;
 	payload_cap = n;
-	return 0;
+	return payload;
 }
 
 /* /proc/self/fdinfo/fd, NUL-terminated, in module storage (*out). */
@@ -157,7 +157,7 @@ static int copy_pipe(int fd, const char *path, size_t *plen, struct why *why)
 		return why_set(why, -errno, "%s (descriptor %d): %s", path, fd, strerror(errno));
 	if (!avail)
 		return 0;
-	if (reserve_payload((size_t)avail))
+	if (!fds_payload((size_t)avail))
 		return why_set(why, -ENOMEM, "out of memory copying %s", path);
 	if (pipe2(t, O_CLOEXEC | O_NONBLOCK))
 		return why_set(why, -errno, "cannot copy %s: %s", path, strerror(errno));
@@ -241,7 +241,7 @@ static int describe_timerfd(int fd, const char *path, struct file_record *r, siz
 	t.value_nsec = its.it_value.tv_nsec;
 	t.interval_sec = its.it_interval.tv_sec;
 	t.interval_nsec = its.it_interval.tv_nsec;
-	if (reserve_payload(sizeof(t)))
+	if (!fds_payload(sizeof(t)))
 		return why_set(why, -ENOMEM, "out of memory recording %s", path);
 	memcpy(payload, &t, sizeof(t));
 	*plen = sizeof(t);
@@ -288,7 +288,7 @@ static int describe_epoll(int fd, const char *path, struct file_record *r, size_
 			return why_set(why, -EXDEV, "%s watches descriptor %d, not the program's",
 				       path, tfd);
 		}
-		if (reserve_payload((n + 1) * sizeof(w)))
+		if (!fds_payload((n + 1) * sizeof(w)))
 			return why_set(why, -ENOMEM, "out of memory recording %s", path);
 		w = (struct epoll_watch){.fd = tfd, .events = events, .data = data};
 		memcpy(payload + n * sizeof(w), &w, sizeof(w));

@@ -17,7 +17,6 @@
 #define LOG_PREFIX "files: "
 #include <errno.h>
 #include <fcntl.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -91,22 +90,8 @@ static uint64_t peer_of(uint64_t ino)
 
 /* --- saving ---------------------------------------------------------------------- */
 
+/* fds_payload's storage, as the last peek_queue grew it. */
 static char *payload;
-static size_t payload_cap;
-
-static int reserve(size_t n)
-{
-	char *p;
-
-	if (n <= payload_cap)
-		return 0;
-	p = realloc(payload, n);
-	if (!p)
-		return -ENOMEM;
-	payload = p;
-	payload_cap = n;
-	return 0;
-}
 
 static int int_opt(int fd, int opt, int *v)
 {
@@ -133,7 +118,8 @@ static int peek_queue(int fd, int type, size_t cap, const char *path, size_t *pl
 		ssize_t n;
 		uint32_t u;
 
-		if (reserve(len + 4 + cap)) {
+		payload = fds_payload(len + 4 + cap);
+		if (!payload) {
 			ret = why_set(why, -ENOMEM, "out of memory copying %s", path);
 			break;
 		}
