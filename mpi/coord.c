@@ -237,7 +237,9 @@ static void wait_at_entry(void)
  * on once it is behind somewhere (a member went further), the attempt is
  * over, or the leader released the gates: nobody moved, so a rank held
  * here may be the one another waits for (a receive from MPI_ANY_SOURCE, a
- * Waitall, a collective elsewhere that needs this rank's next one first).
+ * Waitall, a collective elsewhere that needs this rank's next one first),
+ * or a passive-target epoch is open on one of its windows (windows.h: it
+ * could not stop inside the collective, nor take the checkpoint here).
  * Going on, it enters beyond the target and raises it: the others follow. */
 static void hold_while_level(void)
 {
@@ -251,7 +253,8 @@ static void hold_while_level(void)
 			release = SH.release;
 			continue;
 		}
-		if (!LOAD(SH.pending) || SH.release != release || !coord_converged())
+		if (!LOAD(SH.pending) || SH.release != release || !coord_converged() ||
+		    windows_busy())
 			break;
 		wait_at_entry();
 	}

@@ -31,7 +31,14 @@ enum coord_msg {
 	MSG_BYE,     /* the rank is in MPI_Finalize */
 };
 
-enum { REPLY_CONVERGED = 1, REPLY_IN_COLLECTIVE = 2, REPLY_IN_UNGATED = 4 };
+/* REPLY_WINDOW_BUSY: a passive-target epoch with work open (windows.h): the
+ * rank may reach a collective before it ends, where it could not stop. */
+enum {
+	REPLY_CONVERGED = 1,
+	REPLY_IN_COLLECTIVE = 2,
+	REPLY_IN_UNGATED = 4,
+	REPLY_WINDOW_BUSY = 8,
+};
 /* Above the bits: the rank's collectives entered and completed, summed. */
 #define REPLY_PROGRESS_SHIFT 8
 

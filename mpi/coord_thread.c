@@ -19,6 +19,7 @@
 #include "log.h"
 #include "requests.h"
 #include "trigger.h"
+#include "windows.h"
 #include "session.h"
 
 #define SH coord_sh
@@ -154,6 +155,7 @@ static void client_handle(const struct oob_msg *m)
 		    (coord_converged() ? REPLY_CONVERGED : 0) |
 		    (LOAD(SH.in_collective) || mpi_coll_pending() > 0 ? REPLY_IN_COLLECTIVE : 0) |
 		    (LOAD(SH.in_ungated) ? REPLY_IN_UNGATED : 0) |
+		    (windows_busy() ? REPLY_WINDOW_BUSY : 0) |
 		    progress() << REPLY_PROGRESS_SHIFT;
 		pthread_mutex_unlock(&SH.lock);
 		to_leader(MSG_REPLY, m->a, bits);
@@ -200,7 +202,9 @@ static void client_handle(const struct oob_msg *m)
 static enum { L_IDLE, L_GATHER, L_ROUNDS, L_STOPPING } lstate;
 static uint64_t attempt, round_no;
 static int nseq_end, nreplies, ndone, nbye;
-static bool any_blocked, all_converged, any_inside, any_ungated, changed, no_more;
+static bool any_blocked, all_converged, any_inside, any_ungated, any_busy, changed, no_more;
+static int64_t busy_ms = -1; /* since when every round found a window busy */
+static bool busy_said;       /* STASIS_VERBOSE=1 told so, for this wish */
 static int64_t retry_ms = -1; /* an attempt given up: the next one not before */
 static int64_t next_round_ms = -1;
 static int64_t attempt_ms, stop_ms; /* when the attempt started, STOP went out */
@@ -248,6 +252,7 @@ static void new_round(void)
 	all_converged = true;
 	any_inside = false;
 	any_ungated = false;
+	any_busy = false;
 	changed = false;
 	round_sum = 0;
 	next_round_ms = -1;
@@ -270,6 +275,54 @@ static void start_attempt(void)
 	to_all(MSG_INTENT, attempt, 0);
 }
 
+/* The checkpoint is dropped, not tried again: rank 0 has said why. */
+static void give_up(void)
+{
+	to_all(MSG_ABORT, attempt, 0);
+	lstate = L_IDLE;
+	wanted_ms = -1;
+	busy_ms = -1;
+	busy_said = false;
+	nabandoned = 0;
+	trigger_checkpoint_done(-1);
+	answer_byes();
+}
+
+/* A rank with a passive-target epoch open is not told to stop (it may
+ * enter a collective before the epoch ends, and could not stop there): the
+ * attempt goes on, or is abandoned and tried again, until no rank has one,
+ * for at most WINDOWS_HOLD_SECONDS; then this checkpoint is skipped. True
+ * when it was. */
+static bool window_held(void)
+{
+	int64_t t = now_ms();
+	int r;
+
+	if (!any_busy) {
+		busy_ms = -1;
+		return false;
+	}
+	for (r = 0; r < SH.size && !(reply_of[r] & REPLY_WINDOW_BUSY); r++)
+		;
+	if (busy_ms < 0) {
+		busy_ms = t;
+		if (!busy_said && session_get() && session_get()->cfg.verbose >= 1)
+			fprintf(stderr,
+				"stasis: the checkpoint waits for a passive-target epoch to end "
+				"(MPI_Win_unlock, MPI_Win_flush_all) on rank %d, at most %d s\n",
+				r, WINDOWS_HOLD_SECONDS);
+		busy_said = true;
+		return false;
+	}
+	if (t - busy_ms < WINDOWS_HOLD_SECONDS * 1000)
+		return false;
+	pr_warn("checkpoint skipped: a passive-target epoch (MPI_Win_lock, or MPI_Win_lock_all "
+		"with operations not flushed) stayed open on a window of rank %d for %d s",
+		r, WINDOWS_HOLD_SECONDS);
+	give_up();
+	return true;
+}
+
 /* Let every rank go on: the attempt cannot conclude (STALL_MS). */
 static void abandon(const char *why)
 {
@@ -284,11 +337,12 @@ static void abandon(const char *why)
 			(unsigned long long)nreleased, why, RETRY_GAP_MS);
 	if (session_get() && session_get()->cfg.verbose >= 2)
 		for (int r = 0; r < SH.size; r++)
-			fprintf(stderr, "stasis: attempt %llu: rank %d %s%s%s, %llu collectives\n",
+			fprintf(stderr, "stasis: attempt %llu: rank %d %s%s%s%s, %llu collectives\n",
 				(unsigned long long)attempt, r,
 				reply_of[r] & REPLY_CONVERGED ? "level" : "behind",
 				reply_of[r] & REPLY_IN_COLLECTIVE ? ", in a collective" : "",
 				reply_of[r] & REPLY_IN_UNGATED ? ", in an ungated call" : "",
+				reply_of[r] & REPLY_WINDOW_BUSY ? ", in a passive-target epoch" : "",
 				(unsigned long long)(reply_of[r] >> REPLY_PROGRESS_SHIFT));
 	to_all(MSG_ABORT, attempt, 0);
 	lstate = L_IDLE;
@@ -324,12 +378,7 @@ static void leader_handle(const struct oob_msg *m)
 			pr_warn(
 			    "checkpoint skipped: the program uses a feature stasis cannot restore "
 			    "yet (named in a warning above)");
-			to_all(MSG_ABORT, attempt, 0);
-			lstate = L_IDLE;
-			wanted_ms = -1;
-			nabandoned = 0;
-			trigger_checkpoint_done(-1);
-			answer_byes();
+			give_up();
 			break;
 		}
 		for (size_t i = 0; i < nlt; i++)
@@ -343,6 +392,7 @@ static void leader_handle(const struct oob_msg *m)
 		all_converged &= (m->b & REPLY_CONVERGED) != 0;
 		any_inside |= (m->b & REPLY_IN_COLLECTIVE) != 0;
 		any_ungated |= (m->b & REPLY_IN_UNGATED) != 0;
+		any_busy |= (m->b & REPLY_WINDOW_BUSY) != 0;
 		round_sum += m->b >> REPLY_PROGRESS_SHIFT;
 		if (m->from < (uint32_t)SH.size)
 			reply_of[m->from] = m->b;
@@ -362,9 +412,11 @@ static void leader_handle(const struct oob_msg *m)
 			answer_byes();
 			break;
 		}
+		if (window_held())
+			break;
 		/* A target raised during the round may have reached a rank after
 		 * it replied: only a round without one decides. */
-		if (all_converged && !any_inside && !changed) {
+		if (all_converged && !any_inside && !any_busy && !changed) {
 			lstate = L_STOPPING;
 			ndone = 0;
 			stop_ms = now_ms();
@@ -400,6 +452,8 @@ static void leader_handle(const struct oob_msg *m)
 				(unsigned long long)nreleased);
 		nabandoned = 0;
 		wanted_ms = -1;
+		busy_ms = -1;
+		busy_said = false;
 		answer_byes();
 		break;
 	case MSG_BYE:

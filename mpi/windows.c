@@ -65,7 +65,7 @@ static void update(struct win *w)
 	bool busy = w->locks > 0 || (w->lock_all && w->dirty);
 
 	if (busy != w->busy)
-		nbusy += busy ? 1 : -1;
+		__atomic_add_fetch(&nbusy, busy ? 1 : -1, __ATOMIC_RELAXED);
 	w->busy = busy;
 }
 
@@ -185,6 +185,11 @@ static double since(const struct timespec *t0)
 	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
 }
 
+bool windows_busy(void)
+{
+	return __atomic_load_n(&nbusy, __ATOMIC_RELAXED) > 0;
+}
+
 bool windows_hold_stop(void)
 {
 	if (!nbusy) {
@@ -208,6 +213,7 @@ bool windows_hold_stop(void)
 int windows_settle(MPI_Comm comm)
 {
 	int ok, rank = 0;
+	bool unfenced = false;
 
 	holding = false;
 	/* In creation order, the same on every member. */
@@ -218,18 +224,17 @@ int windows_settle(MPI_Comm comm)
 		if (rec->kind != VH_WIN || !(e = vh_entry_at(VH_WIN, rec->index)) || !(w = e->aux))
 			continue;
 		if (w->fence && PMPI_Win_fence(0, e->real) != MPI_SUCCESS)
-			nbusy = nbusy ? nbusy : 1; /* not settled: no checkpoint */
+			unfenced = true; /* not settled: no checkpoint */
 	}
-	ok = nbusy == 0;
+	ok = nbusy == 0 && !unfenced;
 	PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, comm);
 	PMPI_Comm_rank(comm, &rank);
 	if (ok)
 		return 0;
 	if (rank == 0)
 		pr_warn("checkpoint skipped: a passive-target epoch (MPI_Win_lock, or "
-			"MPI_Win_lock_all with operations not flushed) stayed open on a window "
-			"for %d s",
-			WINDOWS_HOLD_SECONDS);
+			"MPI_Win_lock_all with operations not flushed) was open on a window "
+			"where a rank had to stop");
 	return -EBUSY;
 }
 

@@ -14,10 +14,12 @@
  * (windows_settle), which a program may always meet (an extra fence only
  * completes operations early). A passive-target epoch (MPI_Win_lock, or
  * MPI_Win_lock_all with operations not yet flushed by MPI_Win_flush_all)
- * cannot be closed for the program: a rank with one open does not stop at
- * its MPI calls (windows_hold_stop) until it ends, for at most
- * WINDOWS_HOLD_SECONDS; past that it takes part and the checkpoint is
- * skipped, rank 0 saying why. A lock_all with nothing unflushed is made
+ * cannot be closed for the program: the ranks are not told to stop while
+ * one has such an epoch open (windows_busy: it may enter a collective, an
+ * MPI_Allreduce under a lock, where it could not stop), for at most
+ * WINDOWS_HOLD_SECONDS, past which rank 0 says so and skips the checkpoint;
+ * a rank whose epoch opened after it was told does not stop at its MPI
+ * calls (windows_hold_stop) until the epoch ends. A lock_all with nothing unflushed is made
  * again by the restart.
  *
  * Refused, named: MPI_Win_allocate_shared (its memory is one mapping
@@ -51,6 +53,13 @@ void windows_unlocked_all(MPI_Win v, int unused1, int unused2);
 void windows_flushed_all(MPI_Win v, int unused1, int unused2);
 void windows_attached(MPI_Win v, void *base, MPI_Aint size);
 void windows_detached(MPI_Win v, const void *base, int unused);
+
+/* For the coordinator thread's replies (coord_int.h): a passive-target
+ * epoch with work MPI has not completed is open on a window of this rank's.
+ * Such a rank is not told to stop, nor held at a collective's entry: it
+ * could enter a collective before the epoch ends (a lock held around an
+ * MPI_Allreduce), where it cannot stop. */
+bool windows_busy(void);
 
 /* For the coordinator (coord.h), where a rank would stop: true while a
  * passive-target epoch with work MPI has not completed is open on one of

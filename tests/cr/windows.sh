@@ -7,6 +7,8 @@
 #   long:   at STASIS_VERBOSE=1 the run must also say that a checkpoint
 #           waited for a passive-target epoch to end (one was asked for
 #           inside the lock the program holds most of the time).
+#   Every mode but shared: no checkpoint was skipped (each epoch ends
+#   within a step, so stasis must find a point outside them all).
 #   shared: MPI_Win_allocate_shared is refused: a warning naming it, no
 #           checkpoint committed, the uninterrupted run's output.
 set -euo pipefail
@@ -41,6 +43,13 @@ if [[ $mode == long ]]; then
 	cr_expect_line run "checkpoint waits for a passive-target epoch to end" \
 		"a checkpoint held until the passive-target phase ended"
 fi
+# Every epoch here ends within a step: no attempt may have been taken inside
+# one (the program's MPI_Allreduce under a lock was such a place).
+if grep -q "checkpoint skipped" "$CR_TMP/run.err"; then
+	cr_show run
+	cr_fail "a checkpoint was skipped: $(grep -m 1 "checkpoint skipped" "$CR_TMP/run.err")"
+fi
+cr_ok "no checkpoint skipped"
 
 cr_restart restart
 cr_expect_status restart 0
