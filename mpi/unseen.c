@@ -1,17 +1,21 @@
-/* MPI initialised behind stasis's back (unseen.h). Checked where a program
- * ends: its MPI_Finalize (stasis's, when that one is seen) and the exit
- * of the process (a destructor), for a program none of whose calls stasis
- * sees. MPI_Initialized stays true after MPI_Finalize, and may be called
- * at any time. */
+/* MPI initialised behind stasis's back (unseen.h). Checked while the
+ * program runs (a watcher thread, every interval until stasis's MPI_Init
+ * is seen) and where it ends: its MPI_Finalize (stasis's, when that one is
+ * seen) and the exit of the process (a destructor), for a program none of
+ * whose calls stasis sees. MPI_Initialized stays true after MPI_Finalize,
+ * and may be called at any time, from any thread. */
 #define LOG_PREFIX ""
 #include <fcntl.h>
 #include <limits.h>
 #include <mpi.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime.h"
@@ -20,7 +24,13 @@
 #include "store.h"
 #include "unseen.h"
 
-static bool seen, said;
+static bool seen, said, said_early;
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t watch_cond = PTHREAD_COND_INITIALIZER;
+static pthread_t watcher;
+static bool watching;
+static pid_t watcher_pid; /* a child forked meanwhile has no watcher */
+static double watch_every;
 
 /* Where rank 0 leaves the cause for stasis-restart, which finds no
  * checkpoint after such a run: "unseen" in the job's directory of rank 0
@@ -83,7 +93,16 @@ void unseen_init_seen(void)
 {
 	char path[PATH_MAX];
 
+	pthread_mutex_lock(&watch_lock);
 	seen = true;
+	pthread_cond_broadcast(&watch_cond);
+	pthread_mutex_unlock(&watch_lock);
+	/* Gone before the first checkpoint: no thread of stasis's but the
+	 * coordinator's lives in a rank that stasis sees. */
+	if (watching && getpid() == watcher_pid) {
+		pthread_join(watcher, NULL);
+		watching = false;
+	}
 	/* A run stasis sees: an earlier run's note is no longer the cause. */
 	if (stasis_active && rank_zero() && !note_path(path, sizeof(path)))
 		unlink(path);
@@ -118,10 +137,71 @@ void unseen_check(void)
 	if (!rank_zero())
 		return;
 	pr_warn("the program " CAUSE ": %s",
-		restart && !strcmp(restart, "1")
+		said_early ? "it ran unprotected, no checkpoint was taken"
+		: restart && !strcmp(restart, "1")
 			? "nothing was restored, it ran from its start, unprotected"
 			: "it ran unprotected, no checkpoint was taken");
 	write_note("its last run under stasis " CAUSE);
+}
+
+/* Every interval until stasis's MPI_Init is seen (unseen_init_seen runs
+ * before the real MPI_Init, so a seen one is never mistaken): MPI
+ * initialised meanwhile was initialised behind stasis's back. */
+static void *watch_main(void *unused)
+{
+	struct timespec t;
+	int flag;
+
+	(void)unused;
+	pthread_mutex_lock(&watch_lock);
+	while (!seen) {
+		clock_gettime(CLOCK_REALTIME, &t);
+		t.tv_sec += (time_t)watch_every;
+		t.tv_nsec += (long)((watch_every - (double)(time_t)watch_every) * 1e9);
+		if (t.tv_nsec >= 1000000000) {
+			t.tv_sec++;
+			t.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&watch_cond, &watch_lock, &t);
+		flag = 0;
+		if (seen || PMPI_Initialized(&flag) != MPI_SUCCESS || !flag)
+			continue;
+		said_early = true;
+		if (rank_zero())
+			pr_warn("the program " CAUSE ": it runs unprotected, no checkpoint will be "
+				"taken");
+		break;
+	}
+	pthread_mutex_unlock(&watch_lock);
+	return NULL;
+}
+
+void unseen_watch(void)
+{
+	static struct stasis_config cfg;
+	struct why why = WHY_INIT;
+	double interval;
+	/* Its own small stack: nothing mapped for it, nothing left cached. */
+	static char stack[64 << 10] __attribute__((aligned(64)));
+	int (*real_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	pthread_attr_t attr;
+	sigset_t all, old;
+
+	if (!stasis_active || watching || config_load(&cfg, &why))
+		return;
+	interval = cfg.interval;
+	watch_every = interval < 0.05 ? 0.05 : interval > 60 ? 60 : interval;
+	real_create = stasis_next_symbol("pthread_create");
+	if (!real_create || pthread_attr_init(&attr))
+		return;
+	pthread_attr_setstack(&attr, stack, sizeof(stack));
+	/* The program's signals are its main thread's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	watching = !real_create(&watcher, &attr, watch_main, NULL);
+	watcher_pid = getpid();
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
 }
 
 __attribute__((destructor)) static void unseen_at_exit(void)

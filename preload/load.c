@@ -22,6 +22,7 @@
 #include "regions.h"
 #include "session.h"
 #include "threads.h"
+#include "unseen.h"
 #include STASIS_MPI_FAMILY_H
 
 /* The launcher, shells and tools the wrappers start get LD_PRELOAD too;
@@ -155,6 +156,9 @@ static void load(void)
 	if (ret)
 		pr_warn("cannot reserve the zone for the program's thread stacks at %#lx: %s",
 			(unsigned long)STASIS_STACKS_BASE, strerror(-ret));
+	/* Last: a program that initialises MPI behind stasis's back is told
+	 * within an interval (unseen.h). */
+	unseen_watch();
 }
 
 /* Whether pc is ld.so's code, found from its ELF header (AT_BASE): no lock,
