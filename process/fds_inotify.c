@@ -100,22 +100,17 @@ void fds_inotify_added(int fd, int wd, const char *path, uint32_t mask)
 
 /* --- saving ---------------------------------------------------------------------- */
 
-static char *payload;
-static size_t payload_cap, payload_len;
+/* Bytes of fds_payload filled by this describe. */
+static size_t payload_len;
 
+/* n bytes at the end of the payload, padded to 8. */
 static int append(const void *p, size_t n)
 {
 	size_t want = payload_len + ((n + 7) & ~(size_t)7);
+	char *payload = fds_payload(want);
 
-	if (want > payload_cap) {
-		size_t cap = want * 2;
-		char *q = realloc(payload, cap);
-
-		if (!q)
-			return -ENOMEM;
-		payload = q;
-		payload_cap = cap;
-	}
+	if (!payload)
+		return -ENOMEM;
 	memcpy(payload + payload_len, p, n);
 	memset(payload + payload_len + n, 0, want - payload_len - n);
 	payload_len = want;
@@ -180,7 +175,7 @@ int fds_inotify_describe(int fd, const struct stat *st, const char *path, const 
 	}
 	r->kind = FILE_INOTIFY;
 	r->ino = st->st_ino;
-	*data = payload_len ? payload : NULL;
+	*data = payload_len ? fds_payload(payload_len) : NULL;
 	*plen = payload_len;
 	return 1;
 }
