@@ -74,8 +74,8 @@ void mpi_errhandler_call(int slot, MPI_Comm *comm, int *code)
  * extra}; error handler: {which, fortran, fn}. fortran: 0 for C, 1 for the
  * Fortran bindings, FORTRAN_MPI1 for MPI_KEYVAL_CREATE's. */
 #define FORTRAN_MPI1 2
-static struct mpi_record *record(enum vh_kind k, int which, int fortran, void *a, void *b,
-				 void *c, int commute)
+static struct mpi_record *record(enum vh_kind k, int which, int fortran, void *a, void *b, void *c,
+				 int commute)
 {
 	struct rec_builder rb = {0};
 
@@ -215,8 +215,8 @@ static int win_copy(MPI_Win old, int keyval, void *extra, void *in, void *out, i
 		*flag = 0;
 		return MPI_SUCCESS;
 	}
-	AS_PROGRAM(ret = ((MPI_Win_copy_attr_function *)cb->copy)(as_virtual(VH_WIN, old), cb->keyval, cb->extra, in,
-								   out, flag));
+	AS_PROGRAM(ret = ((MPI_Win_copy_attr_function *)cb->copy)(
+		       as_virtual(VH_WIN, old), cb->keyval, cb->extra, in, out, flag));
 	return ret;
 }
 
@@ -228,8 +228,8 @@ static int win_delete(MPI_Win win, int keyval, void *val, void *extra)
 	(void)keyval;
 	if (quiet || !cb->del)
 		return MPI_SUCCESS;
-	AS_PROGRAM(ret = ((MPI_Win_delete_attr_function *)cb->del)(as_virtual(VH_WIN, win), cb->keyval, val,
-								   cb->extra));
+	AS_PROGRAM(ret = ((MPI_Win_delete_attr_function *)cb->del)(as_virtual(VH_WIN, win),
+								   cb->keyval, val, cb->extra));
 	return ret;
 }
 
