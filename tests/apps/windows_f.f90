@@ -4,7 +4,11 @@
 !     a 1-D ring of blocks whose halo cells neighbours MPI_Put in a
 !     fence epoch every step;
 !   - a window from MPI_Win_create over a program array of rank 0's, to
-!     which every rank MPI_Puts its block's sum under MPI_Win_lock each step;
+!     which every rank MPI_Puts its block's sum and MPI_Accumulates a count
+!     under MPI_Win_lock each step;
+!   - a window from MPI_Win_create_dynamic with a program array attached,
+!     into which the left neighbour MPI_Puts at the array's absolute
+!     address under MPI_Win_lock_all each step;
 !   - an attribute cached on the first window (MPI_Win_create_keyval,
 !     MPI_Win_set_attr), and one on MPI_COMM_WORLD with MPI-1's
 !     MPI_KEYVAL_CREATE / MPI_ATTR_PUT through `use mpi`; both read back
@@ -48,11 +52,13 @@ program windows_f
   integer, parameter :: dp = kind(1.0d0)
   integer, parameter :: i8 = selected_int_kind(18)
   integer :: n, iters, rank, nranks, it, i, left, right, keyval, k1, bad
-  type(MPI_Win) :: wa, wb
+  type(MPI_Win) :: wa, wb, wd
   type(c_ptr) :: cbase
   real(dp), pointer :: u(:)
   real(dp), allocatable :: t(:)
   real(dp), allocatable, target :: acc(:)
+  real(dp), target :: dyn(4)
+  integer(kind=MPI_ADDRESS_KIND), allocatable :: addr(:)
   real(dp) :: s
   integer(kind=MPI_ADDRESS_KIND) :: sz, disp, extra, attr, got
   logical :: flag
@@ -79,10 +85,16 @@ program windows_f
   sz = 8_MPI_ADDRESS_KIND*(n + 2)
   call MPI_Win_allocate(sz, 8, MPI_INFO_NULL, MPI_COMM_WORLD, cbase, wa)
   call c_f_pointer(cbase, u, [n + 2])
-  allocate (t(n + 2), acc(nranks))
+  allocate (t(n + 2), acc(nranks + 1), addr(0:nranks - 1))
   acc = 0.0_dp
-  sz = 8_MPI_ADDRESS_KIND*nranks
+  sz = 8_MPI_ADDRESS_KIND*(nranks + 1)
   call MPI_Win_create(acc, sz, 8, MPI_INFO_NULL, MPI_COMM_WORLD, wb)
+  dyn = 0.0_dp
+  call MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, wd)
+  sz = 8*4
+  call MPI_Win_attach(wd, dyn, sz)
+  call MPI_Get_address(dyn, addr(rank))
+  call MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, addr, 1, MPI_AINT, MPI_COMM_WORLD)
   extra = 0
   call MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, MPI_WIN_NULL_DELETE_FN, keyval, extra)
   attr = 1000003_MPI_ADDRESS_KIND*(rank + 1)
@@ -112,7 +124,15 @@ program windows_f
     disp = rank
     call MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, wb)
     call MPI_Put(s, 1, MPI_DOUBLE_PRECISION, 0, disp, 1, MPI_DOUBLE_PRECISION, wb)
+    disp = nranks
+    call MPI_Accumulate(1.0_dp, 1, MPI_DOUBLE_PRECISION, 0, disp, 1, MPI_DOUBLE_PRECISION, &
+                        MPI_SUM, wb)
     call MPI_Win_unlock(0, wb)
+    ! Only the left neighbour writes dyn, each step another element.
+    disp = addr(right) + 8*mod(it, 4)
+    call MPI_Win_lock_all(0, wd)
+    call MPI_Put(u(n + 1), 1, MPI_DOUBLE_PRECISION, right, disp, 1, MPI_DOUBLE_PRECISION, wd)
+    call MPI_Win_unlock_all(wd)
     call MPI_Win_get_attr(wa, keyval, got, flag)
     if (.not. flag .or. got /= attr) bad = bad + 1
     if (mpi1_get(k1) /= 4242 + rank) bad = bad + 1
@@ -122,13 +142,18 @@ program windows_f
   call MPI_Barrier(MPI_COMM_WORLD)
   if (rank == 0) then
     call MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, wb)
-    do i = 1, nranks
+    do i = 1, nranks + 1
       h = ieor(ishftc(h, 5), int(mod(acc(i)*1.0e6_dp, 1.0e12_dp), i8))
     end do
     call MPI_Win_unlock(0, wb)
   end if
+  do i = 1, 4
+    h = ieor(ishftc(h, 3), int(mod(dyn(i)*1.0e6_dp, 1.0e12_dp), i8))
+  end do
   call MPI_Allreduce(MPI_IN_PLACE, h, 1, MPI_INTEGER8, MPI_BXOR, MPI_COMM_WORLD)
   call MPI_Allreduce(MPI_IN_PLACE, bad, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
+  call MPI_Win_detach(wd, dyn)
+  call MPI_Win_free(wd)
   call MPI_Win_free(wb)
   call MPI_Win_free(wa)
   call MPI_Win_free_keyval(keyval)
