@@ -82,6 +82,20 @@ static const char *const get_f[] = {"pmpi_comm_get_attr_", "pmpi_type_get_attr_"
 static const char *const set_f[] = {"pmpi_comm_set_attr_", "pmpi_type_set_attr_",
 				    "pmpi_win_set_attr_"};
 
+/* The Fortran library's function name, looked up once (NULL without it). */
+static void *fortran_fn(const char *const *names, enum keyval_which which)
+{
+	static void *fns[2][3];
+	static bool looked[2][3];
+	int i = names == set_f;
+
+	if (!looked[i][which]) {
+		fns[i][which] = dlsym(RTLD_DEFAULT, names[which]);
+		looked[i][which] = true;
+	}
+	return fns[i][which];
+}
+
 static MPI_Fint real_f(void *real, enum keyval_which which)
 {
 	return which == KEYVAL_COMM   ? PMPI_Comm_c2f(real)
@@ -92,8 +106,8 @@ static MPI_Fint real_f(void *real, enum keyval_which which)
 static void put_attrs(struct rec_builder *b, void *real, const struct keyvals *kv,
 		      enum keyval_which which)
 {
-	get_attr_fn get = (get_attr_fn)dlsym(RTLD_DEFAULT, get_f[which]);
-	MPI_Fint h = real_f(real, which), fkey, fflag, ierr;
+	get_attr_fn get = kv->n ? (get_attr_fn)fortran_fn(get_f, which) : NULL;
+	MPI_Fint h = get ? real_f(real, which) : 0, fkey, fflag, ierr;
 	int n = 0, flag;
 	MPI_Aint fval;
 	void *val;
@@ -239,7 +253,7 @@ int snapshot_write(struct rec_builder *b, int *count)
 static int apply_attrs(struct rec_reader *r, void *real, enum keyval_which which)
 {
 	int n = recread_int(r), ret = MPI_SUCCESS;
-	MPI_Fint h = real_f(real, which), fkey, ierr;
+	MPI_Fint h = 0, fkey, ierr;
 	set_attr_fn set = NULL;
 
 	if (n < 0)
@@ -253,8 +267,9 @@ static int apply_attrs(struct rec_reader *r, void *real, enum keyval_which which
 		if (fortran) {
 			MPI_Aint fval = (MPI_Aint)val;
 
-			if (!set && !(set = (set_attr_fn)dlsym(RTLD_DEFAULT, set_f[which])))
+			if (!set && !(set = (set_attr_fn)fortran_fn(set_f, which)))
 				return -ENOSYS;
+			h = real_f(real, which);
 			fkey = keyval;
 			set(&h, &fkey, &fval, &ierr);
 			ret = ierr;
