@@ -71,9 +71,11 @@ void mpi_errhandler_call(int slot, MPI_Comm *comm, int *code)
 /* --- records ------------------------------------------------------------------ */
 
 /* Op: {fortran, fn, commute}; keyval: {which, fortran, copy, delete,
- * extra}; error handler: {which, fortran, fn}. */
-static struct mpi_record *record(enum vh_kind k, int which, bool fortran, void *a, void *b,
-				 void *c, int commute)
+ * extra}; error handler: {which, fortran, fn}. fortran: 0 for C, 1 for the
+ * Fortran bindings, FORTRAN_MPI1 for MPI_KEYVAL_CREATE's. */
+#define FORTRAN_MPI1 2
+static struct mpi_record *record(enum vh_kind k, int which, int fortran, void *a, void *b, void *c,
+				 int commute)
 {
 	struct rec_builder rb = {0};
 
@@ -213,8 +215,8 @@ static int win_copy(MPI_Win old, int keyval, void *extra, void *in, void *out, i
 		*flag = 0;
 		return MPI_SUCCESS;
 	}
-	AS_PROGRAM(ret = ((MPI_Win_copy_attr_function *)cb->copy)(old, cb->keyval, cb->extra, in,
-								   out, flag));
+	AS_PROGRAM(ret = ((MPI_Win_copy_attr_function *)cb->copy)(
+		       as_virtual(VH_WIN, old), cb->keyval, cb->extra, in, out, flag));
 	return ret;
 }
 
@@ -226,8 +228,8 @@ static int win_delete(MPI_Win win, int keyval, void *val, void *extra)
 	(void)keyval;
 	if (quiet || !cb->del)
 		return MPI_SUCCESS;
-	AS_PROGRAM(ret = ((MPI_Win_delete_attr_function *)cb->del)(win, cb->keyval, val,
-								   cb->extra));
+	AS_PROGRAM(ret = ((MPI_Win_delete_attr_function *)cb->del)(as_virtual(VH_WIN, win),
+								   cb->keyval, val, cb->extra));
 	return ret;
 }
 
@@ -478,15 +480,18 @@ FORTRAN_ALIASES(mpi_win_create_keyval, MPI_WIN_CREATE_KEYVAL)
 
 /* MPI_KEYVAL_CREATE: MPI-1's Fortran callbacks take INTEGER attribute
  * values and extra state where MPI_COMM_CREATE_KEYVAL's take address-sized
- * ones, which stasis's records do not tell apart yet: passed on, and
- * checkpoints switched off, naming it. */
+ * ones: recorded as such (FORTRAN_MPI1) and made again through
+ * MPI_KEYVAL_CREATE. The values of attributes are snapshot.c's. */
 EXPORT void mpi_keyval_create_(void *copy, void *del, MPI_Fint *keyval, MPI_Fint *extra,
 			       MPI_Fint *ierr)
 {
 	stasis_depth++;
 	fortran_real("mpi_keyval_create_")(copy, del, keyval, extra, ierr);
 	if (*ierr == MPI_SUCCESS)
-		session_unsupported("MPI_KEYVAL_CREATE (Fortran: MPI-1's INTEGER attribute callbacks)");
+		fortran_bind(VH_KEYVAL, keyval,
+			     record(VH_KEYVAL, KEYVAL_COMM, FORTRAN_MPI1, copy, del,
+				    (void *)(intptr_t)*extra, 0),
+			     "MPI_KEYVAL_CREATE");
 	stasis_depth--;
 }
 FORTRAN_ALIASES(mpi_keyval_create, MPI_KEYVAL_CREATE)
@@ -567,7 +572,12 @@ int callbacks_replay(struct mpi_record *rec, void **real)
 		}
 		break;
 	case VH_KEYVAL:
-		if (fortran) {
+		if (fortran == FORTRAN_MPI1) {
+			MPI_Fint extra = (MPI_Fint)(intptr_t)c;
+
+			fortran_real("mpi_keyval_create_")(fn, b, &out, &extra, &ierr);
+			*real = (void *)(intptr_t)out;
+		} else if (fortran) {
 			MPI_Aint extra = (MPI_Aint)c;
 
 			fortran_real(keyval_fortran[which])(fn, b, &out, &extra, &ierr);

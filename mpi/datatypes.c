@@ -58,8 +58,8 @@ void *mpi_adopt(enum vh_kind k, void *real, const char *call)
 		return real;
 	v = vh_lookup_real(k, real);
 	/* Else predefined (MPI_ERRORS_RETURN ...), or made behind stasis's
-	 * back: a communicator from a spawn, a window made through the Fortran
-	 * bindings (windows.h). */
+	 * back: a communicator from a spawn, a window from a binding stasis
+	 * does not wrap. */
 	if (!v && (k == VH_COMM || k == VH_WIN))
 		session_unsupported(call);
 	return v ? v : real;

@@ -24,7 +24,7 @@
 #include "wtime.h"
 
 #define STATE_MAGIC "STASISMP"
-#define STATE_VERSION 3u
+#define STATE_VERSION 4u
 
 /* The blob: this header, then each record, the snapshot entries, the
  * requests to post again or completed early, the drained messages. */

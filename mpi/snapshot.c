@@ -16,7 +16,7 @@
 #include "session.h"
 #include "snapshot.h"
 
-enum snap_what { SNAP_COMM = 1, SNAP_TYPE = 2, SNAP_FILE_DEFAULT = 3 };
+enum snap_what { SNAP_COMM = 1, SNAP_TYPE = 2, SNAP_FILE_DEFAULT = 3, SNAP_WIN = 4 };
 
 /* An error handler by its program's handle: a virtual one, or one of the
  * predefined handlers (whose addresses do not move). */
@@ -69,21 +69,73 @@ static void collect_keyvals(struct keyvals *kv, enum keyval_which which)
 	}
 }
 
-static void put_attrs(struct rec_builder *b, void *real, const struct keyvals *kv, bool comm)
+/* An attribute set through the Fortran bindings reads from C as a pointer
+ * to MPI's copy of its value (MPI-4.0 section 19.3.7), which no set can
+ * put back: such a value is read and set again through the Fortran
+ * bindings. A value set from C reads from Fortran as itself, so the two
+ * reads tell them apart. A program with no Fortran library has only C ones. */
+typedef void (*get_attr_fn)(MPI_Fint *, MPI_Fint *, MPI_Aint *, MPI_Fint *, MPI_Fint *);
+typedef void (*set_attr_fn)(MPI_Fint *, MPI_Fint *, MPI_Aint *, MPI_Fint *);
+
+static const char *const get_f[] = {"pmpi_comm_get_attr_", "pmpi_type_get_attr_",
+				    "pmpi_win_get_attr_"};
+static const char *const set_f[] = {"pmpi_comm_set_attr_", "pmpi_type_set_attr_",
+				    "pmpi_win_set_attr_"};
+
+/* The Fortran library's function name, looked up once (NULL without it). */
+static void *fortran_fn(const char *const *names, enum keyval_which which)
 {
+	static void *fns[2][3];
+	static bool looked[2][3];
+	int i = names == set_f;
+
+	if (!looked[i][which]) {
+		fns[i][which] = dlsym(RTLD_DEFAULT, names[which]);
+		looked[i][which] = true;
+	}
+	return fns[i][which];
+}
+
+static MPI_Fint real_f(void *real, enum keyval_which which)
+{
+	return which == KEYVAL_COMM   ? PMPI_Comm_c2f(real)
+	       : which == KEYVAL_TYPE ? PMPI_Type_c2f(real)
+				      : PMPI_Win_c2f(real);
+}
+
+static void put_attrs(struct rec_builder *b, void *real, const struct keyvals *kv,
+		      enum keyval_which which)
+{
+	get_attr_fn get = kv->n ? (get_attr_fn)fortran_fn(get_f, which) : NULL;
+	MPI_Fint h = get ? real_f(real, which) : 0, fkey, fflag, ierr;
 	int n = 0, flag;
+	MPI_Aint fval;
 	void *val;
 	size_t at = b->len;
 
 	recbuf_int(b, 0); /* count, patched below */
 	for (int i = 0; i < kv->n; i++) {
 		flag = 0;
-		if (comm)
+		if (which == KEYVAL_COMM)
 			PMPI_Comm_get_attr(real, kv->real[i], &val, &flag);
-		else
+		else if (which == KEYVAL_TYPE)
 			PMPI_Type_get_attr(real, kv->real[i], &val, &flag);
+		else
+			PMPI_Win_get_attr(real, kv->real[i], &val, &flag);
 		if (!flag)
 			continue;
+		fkey = kv->real[i];
+		fflag = 0;
+		ierr = MPI_ERR_OTHER;
+		if (get)
+			get(&h, &fkey, &fval, &fflag, &ierr);
+		/* 1: set from Fortran, val its value. */
+		if (get && ierr == MPI_SUCCESS && fflag && fval != (MPI_Aint)val) {
+			recbuf_int(b, 1);
+			val = (void *)fval;
+		} else {
+			recbuf_int(b, 0);
+		}
 		recbuf_int(b, kv->virt[i]);
 		recbuf_u64(b, (uintptr_t)val);
 		n++;
@@ -108,7 +160,7 @@ static int put_comm(struct rec_builder *b, MPI_Comm v, MPI_Comm real, const stru
 	PMPI_Errhandler_free(&eh);
 	if (ret)
 		return ret;
-	put_attrs(b, real, kv, true);
+	put_attrs(b, real, kv, KEYVAL_COMM);
 	return 0;
 }
 
@@ -122,7 +174,14 @@ static void put_type(struct rec_builder *b, MPI_Datatype v, MPI_Datatype real,
 	recbuf_handle(b, VH_TYPE, v);
 	PMPI_Type_get_name(real, name, &len);
 	recbuf_str(b, name);
-	put_attrs(b, real, kv, false);
+	put_attrs(b, real, kv, KEYVAL_TYPE);
+}
+
+static void put_win(struct rec_builder *b, MPI_Win v, MPI_Win real, const struct keyvals *kv)
+{
+	recbuf_int(b, SNAP_WIN);
+	recbuf_handle(b, VH_WIN, v);
+	put_attrs(b, real, kv, KEYVAL_WIN);
 }
 
 /* Info objects are recorded by what they hold now. */
@@ -152,12 +211,13 @@ static int info_contents(struct mpi_record *rec, MPI_Info real)
 
 int snapshot_write(struct rec_builder *b, int *count)
 {
-	struct keyvals comm_kv, type_kv;
+	struct keyvals comm_kv, type_kv, win_kv;
 	MPI_Errhandler eh;
 	int n = 0, ret;
 
 	collect_keyvals(&comm_kv, KEYVAL_COMM);
 	collect_keyvals(&type_kv, KEYVAL_TYPE);
+	collect_keyvals(&win_kv, KEYVAL_WIN);
 	for (struct mpi_record *r = rec_first(); r; r = r->next) {
 		struct vh_entry *e = vh_entry_at(r->kind, r->index);
 
@@ -170,6 +230,9 @@ int snapshot_write(struct rec_builder *b, int *count)
 			n++;
 		} else if (r->kind == VH_TYPE) {
 			put_type(b, vh_value(VH_TYPE, r->index), e->real, &type_kv);
+			n++;
+		} else if (r->kind == VH_WIN) {
+			put_win(b, vh_value(VH_WIN, r->index), e->real, &win_kv);
 			n++;
 		} else if (r->kind == VH_INFO && (ret = info_contents(r, e->real))) {
 			return ret;
@@ -187,20 +250,36 @@ int snapshot_write(struct rec_builder *b, int *count)
 	return ret ? ret : b->failed ? -ENOMEM : 0;
 }
 
-static int apply_attrs(struct rec_reader *r, void *real, bool comm)
+static int apply_attrs(struct rec_reader *r, void *real, enum keyval_which which)
 {
 	int n = recread_int(r), ret = MPI_SUCCESS;
+	MPI_Fint h = 0, fkey, ierr;
+	set_attr_fn set = NULL;
 
 	if (n < 0)
 		r->bad = true;
 	for (int i = 0; i < n && !r->bad && ret == MPI_SUCCESS; i++) {
-		int keyval = vh_real_keyval(recread_int(r));
+		int fortran = recread_int(r), keyval = vh_real_keyval(recread_int(r));
 		void *val = (void *)(uintptr_t)recread_u64(r);
 
 		if (r->bad)
 			break;
-		ret = comm ? PMPI_Comm_set_attr(real, keyval, val)
-			   : PMPI_Type_set_attr(real, keyval, val);
+		if (fortran) {
+			MPI_Aint fval = (MPI_Aint)val;
+
+			if (!set && !(set = (set_attr_fn)fortran_fn(set_f, which)))
+				return -ENOSYS;
+			h = real_f(real, which);
+			fkey = keyval;
+			set(&h, &fkey, &fval, &ierr);
+			ret = ierr;
+		} else if (which == KEYVAL_COMM) {
+			ret = PMPI_Comm_set_attr(real, keyval, val);
+		} else if (which == KEYVAL_TYPE) {
+			ret = PMPI_Type_set_attr(real, keyval, val);
+		} else {
+			ret = PMPI_Win_set_attr(real, keyval, val);
+		}
 	}
 	return r->bad ? -EBADMSG : ret == MPI_SUCCESS ? 0 : -EINVAL;
 }
@@ -214,6 +293,7 @@ int snapshot_apply(struct rec_reader *r, int count)
 		const char *name;
 		MPI_Comm c;
 		MPI_Datatype t;
+		MPI_Win w;
 		MPI_Errhandler eh;
 
 		switch (what) {
@@ -227,7 +307,7 @@ int snapshot_apply(struct rec_reader *r, int count)
 				PMPI_Comm_set_name(c, name);
 			if (PMPI_Comm_set_errhandler(c, eh) != MPI_SUCCESS)
 				return -EINVAL;
-			ret = apply_attrs(r, c, true);
+			ret = apply_attrs(r, c, KEYVAL_COMM);
 			break;
 		case SNAP_TYPE:
 			t = recread_handle(r, VH_TYPE);
@@ -236,7 +316,13 @@ int snapshot_apply(struct rec_reader *r, int count)
 				return -EBADMSG;
 			if (name && name[0])
 				PMPI_Type_set_name(t, name);
-			ret = apply_attrs(r, t, false);
+			ret = apply_attrs(r, t, KEYVAL_TYPE);
+			break;
+		case SNAP_WIN:
+			w = recread_handle(r, VH_WIN);
+			if (r->bad)
+				return -EBADMSG;
+			ret = apply_attrs(r, w, KEYVAL_WIN);
 			break;
 		case SNAP_FILE_DEFAULT:
 			eh = recread_handle(r, VH_ERRHANDLER);

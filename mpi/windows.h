@@ -26,8 +26,11 @@
  * shared by the ranks of a node: saved by each rank, it would come back as
  * private copies), post/start/complete/wait (a rank that stopped before its
  * MPI_Win_post holds up an origin inside MPI_Win_complete, where it cannot
- * stop: a hang), windows made through the Fortran bindings, attributes
- * cached on windows. */
+ * stop: a hang).
+ *
+ * Windows made through the Fortran bindings are made by the C wrappers
+ * (windows_f.c); attributes cached on windows are snapshot.c's, as those
+ * on communicators and datatypes. */
 #ifndef STASIS_MPI_WINDOWS_H
 #define STASIS_MPI_WINDOWS_H
 

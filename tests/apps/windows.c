@@ -6,7 +6,8 @@
  *   windows --MODE [N [ITERS]]
  *
  *   fence    MPI_Win_allocate; halos put between fences (MPI_MODE_NOSUCCEED
- *            on the last)
+ *            on the last); an attribute cached on the window (its keyval's
+ *            delete function runs at MPI_Win_free)
  *   lock     MPI_Win_create over malloc'd memory; per step an exclusive
  *            MPI_Win_lock on the right neighbour with Put, Get, Accumulate,
  *            Get_accumulate, Fetch_and_op, Compare_and_swap, Rput, Rget
@@ -57,15 +58,31 @@ static void fill(double *a, int n)
 		a[i] = (double)((rank * 131 + i) % 101) / 101.0;
 }
 
+/* The attribute fence mode caches on its window, and what its delete
+ * function saw when the window was freed. */
+static int attr_val, deleted;
+
+static int on_delete(MPI_Win win, int keyval, void *val, void *extra)
+{
+	(void)win, (void)keyval, (void)extra;
+	deleted = *(int *)val;
+	return MPI_SUCCESS;
+}
+
 /* a[0] and a[n+1] are halos, a[1..n] the block. */
 static void fence_mode(int n, int iters)
 {
 	double *a;
 	MPI_Win win;
+	int keyval, flag = 0;
+	void *got = NULL;
 
 	MPI_Win_allocate((MPI_Aint)(n + 2) * sizeof(double), sizeof(double), MPI_INFO_NULL,
 			 MPI_COMM_WORLD, &a, &win);
 	MPI_Win_set_name(win, "halo");
+	MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, on_delete, &keyval, NULL);
+	attr_val = 17 + rank;
+	MPI_Win_set_attr(win, keyval, &attr_val);
 	fill(a, n + 2);
 	MPI_Win_fence(MPI_MODE_NOPRECEDE, win);
 	for (int it = 0; it < iters; it++) {
@@ -83,7 +100,13 @@ static void fence_mode(int n, int iters)
 		MPI_Win_get_name(win, name, &len);
 		hash = hash_mix(hash, name, (size_t)len);
 	}
+	/* The attribute, back after a restart: the same pointer. */
+	MPI_Win_get_attr(win, keyval, &got, &flag);
+	flag = flag && got == &attr_val;
+	hash = hash_mix(hash, &flag, sizeof(flag));
 	MPI_Win_free(&win);
+	MPI_Win_free_keyval(&keyval);
+	hash = hash_mix(hash, &deleted, sizeof(deleted));
 }
 
 /* Slots of the right neighbour's window this rank writes (only it does). */
