@@ -1,6 +1,7 @@
 /* Windows: virtual handles, records, replay and epochs (windows.h). */
 #define LOG_PREFIX "windows: "
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -352,6 +353,51 @@ EXPORT int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info inf
 	return ret;
 }
 
+/* MPI_Win_create over the arena's memory, its error returned rather than
+ * raised: some MPIs make a window with MPI_Win_allocate where they cannot
+ * with MPI_Win_create (Open MPI 4.1 on one rank: only osc/sm, which makes
+ * none over given memory). */
+static int create_quietly(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm real,
+			  MPI_Win *win)
+{
+	MPI_Errhandler eh;
+	int ret;
+
+	if (PMPI_Comm_get_errhandler(real, &eh) != MPI_SUCCESS)
+		return PMPI_Win_create(base, size, disp_unit, info, real, win);
+	PMPI_Comm_set_errhandler(real, MPI_ERRORS_RETURN);
+	ret = PMPI_Win_create(base, size, disp_unit, info, real, win);
+	PMPI_Comm_set_errhandler(real, eh);
+	PMPI_Errhandler_free(&eh);
+	return ret;
+}
+
+/* MPI would not make the window over the arena: MPI's own, as the program
+ * asked, and checkpoints off, naming why (a restart could not make it). */
+static int allocate_unprotected(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+				void *baseptr, MPI_Win *win, int why)
+{
+	char msg[MPI_MAX_ERROR_STRING] = "", feature[MPI_MAX_ERROR_STRING + 128];
+	void *base;
+	int len = 0, ret;
+
+	PMPI_Error_string(why, msg, &len);
+	snprintf(feature, sizeof(feature),
+		 "MPI_Win_allocate (this MPI makes no window over memory stasis places; "
+		 "MPI_Win_create said: %s)",
+		 msg);
+	ret = PMPI_Win_allocate(size, disp_unit, VH_REAL(VH_INFO, MPI_Info, info),
+				VH_REAL(VH_COMM, MPI_Comm, comm), baseptr, win);
+	if (ret != MPI_SUCCESS)
+		return ret;
+	session_unsupported(feature);
+	memcpy(&base, baseptr, sizeof(base));
+	/* Recorded as over the program's memory: never freed by stasis. */
+	*win = made(VH_REAL(VH_COMM, MPI_Comm, comm), WF_CREATE, base, size, disp_unit, *win,
+		    "MPI_Win_allocate");
+	return MPI_SUCCESS;
+}
+
 EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 			    void *baseptr, MPI_Win *win)
 {
@@ -366,8 +412,16 @@ EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Com
 	 * cache line, as MPI's own pools give. */
 	base = size < 0 ? NULL : arena_memalign(64, size ? (size_t)size : 1);
 	coord_collective(comm);
-	ret = PMPI_Win_create(base, base ? size : 0, disp_unit, VH_REAL(VH_INFO, MPI_Info, info),
-			      VH_REAL(VH_COMM, MPI_Comm, comm), win);
+	ret = create_quietly(base, base ? size : 0, disp_unit, VH_REAL(VH_INFO, MPI_Info, info),
+			     VH_REAL(VH_COMM, MPI_Comm, comm), win);
+	if (ret != MPI_SUCCESS && base) {
+		arena_free(base);
+		base = NULL;
+		ret = allocate_unprotected(size, disp_unit, info, comm, baseptr, win, ret);
+		coord_collective_done(comm);
+		stasis_depth--;
+		return ret;
+	}
 	coord_collective_done(comm);
 	if (ret == MPI_SUCCESS && !base) {
 		PMPI_Win_free(win);
