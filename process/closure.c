@@ -41,8 +41,8 @@ static bool mark_seen(const char *name)
 }
 
 /* dir/name into out when the file exists; $ORIGIN is origin's directory. */
-static bool try_dir(const char *dir, size_t dlen, const char *origin, const char *name,
-		   char *out, size_t len)
+static bool try_dir(const char *dir, size_t dlen, const char *origin, const char *name, char *out,
+		    size_t len)
 {
 	if (dlen >= 7 && !strncmp(dir, "$ORIGIN", 7)) {
 		const char *slash = strrchr(origin, '/');
@@ -89,7 +89,7 @@ static bool find(const char *name, const char *origin, const char *rpath, const 
 }
 
 /* File offset of virtual address v, by the PT_LOAD that holds it. */
-static off_t offset_of(const ElfW(Phdr) *ph, int n, ElfW(Addr) v)
+static off_t offset_of(const ElfW(Phdr) * ph, int n, ElfW(Addr) v)
 {
 	for (int i = 0; i < n; i++)
 		if (ph[i].p_type == PT_LOAD && v >= ph[i].p_vaddr &&
@@ -132,8 +132,8 @@ static size_t one(const char *path)
 	for (int i = 0; i < nph; i++) {
 		if (ph[i].p_type == PT_LOAD) {
 			lo = ph[i].p_vaddr < lo ? ph[i].p_vaddr : lo;
-			hi = ph[i].p_vaddr + ph[i].p_memsz > hi ? ph[i].p_vaddr + ph[i].p_memsz
-								 : hi;
+			hi =
+			    ph[i].p_vaddr + ph[i].p_memsz > hi ? ph[i].p_vaddr + ph[i].p_memsz : hi;
 			align = ph[i].p_align > align ? ph[i].p_align : align;
 		} else if (ph[i].p_type == PT_DYNAMIC) {
 			size_t want = ph[i].p_filesz < sizeof(dyn) ? ph[i].p_filesz : sizeof(dyn);

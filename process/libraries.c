@@ -518,8 +518,7 @@ static void *place(const char *path, int mode, int *fresh, int *nfresh, struct w
 	}
 	/* A note, not a failure: the handle is returned all the same. */
 	why_set(why, -EINVAL,
-		"it or a library it needs was not mapped where stasis placed it (%.400s)",
-		stray);
+		"it or a library it needs was not mapped where stasis placed it (%.400s)", stray);
 	return handle;
 }
 
@@ -575,8 +574,8 @@ void *libraries_dlopen(const char *file, int mode, uintptr_t caller)
 		static int nkept;
 
 		/* %.600s: the note names the object out of place. */
-		snprintf(feature, sizeof(feature), "a library loaded with dlopen() (%.250s): %.600s",
-			 file, why.msg);
+		snprintf(feature, sizeof(feature),
+			 "a library loaded with dlopen() (%.250s): %.600s", file, why.msg);
 		if (nkept < MAX_GROUPS) {
 			snprintf(kept[nkept], sizeof(kept[nkept]), "%s", feature);
 			session_unsupported(kept[nkept++]);
