@@ -12,6 +12,7 @@
 #include "runtime.h"
 #include "format.h"
 #include "log.h"
+#include "closure.h"
 #include "libraries.h"
 #include "regions.h"
 #include "session.h"
@@ -146,7 +147,7 @@ static size_t hole_size(const char *path)
 	ElfW(Phdr) ph[64];
 	uintptr_t lo = UINTPTR_MAX, hi = 0, align = STASIS_PAGE;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t size = HOLE_DEFAULT;
+	size_t size = HOLE_DEFAULT, need;
 
 	if (fd < 0)
 		return size;
@@ -167,6 +168,11 @@ static size_t hole_size(const char *path)
 			size = PAGE_UP(2 * (hi - lo + align));
 	}
 	close(fd);
+	/* And the libraries it needs that are not loaded yet: the whole
+	 * closure lands in the hole, or the call is refused. */
+	need = 2 * closure_bytes(path);
+	if (need > size)
+		size = PAGE_UP(need);
 	return size;
 }
 
@@ -286,6 +292,9 @@ static bool was_loaded(const struct loaded *l)
  * the zone between its old cursor and the new one there must be nothing
  * else (a thread of the runtime's mapping memory meanwhile would have
  * moved them). */
+/* What was out of place at the last placed() that failed: the line. */
+static char stray[400];
+
 static bool placed(uintptr_t top, int *fresh, int *nfresh, uintptr_t *low)
 {
 	bool ok = true;
@@ -296,9 +305,14 @@ static bool placed(uintptr_t top, int *fresh, int *nfresh, uintptr_t *low)
 		if (was_loaded(&after[i]))
 			continue;
 		fresh[(*nfresh)++] = i;
-		if (after[i].lo < hole_low || after[i].hi > top)
+		if (after[i].lo < hole_low || after[i].hi > top) {
+			if (ok)
+				snprintf(stray, sizeof(stray),
+					 "%.300s was mapped at %#lx, outside [%#lx, %#lx)",
+					 after[i].name, (unsigned long)after[i].lo,
+					 (unsigned long)hole_low, (unsigned long)top);
 			ok = false;
-		else if (after[i].lo < *low)
+		} else if (after[i].lo < *low)
 			*low = after[i].lo;
 	}
 	if (!ok || read_maps())
@@ -311,8 +325,12 @@ static bool placed(uintptr_t top, int *fresh, int *nfresh, uintptr_t *low)
 		for (int k = 0; k < *nfresh && !ours; k++)
 			ours = maps[m].start >= after[fresh[k]].lo &&
 			       maps[m].end <= after[fresh[k]].hi;
-		if (!ours)
+		if (!ours) {
+			snprintf(stray, sizeof(stray),
+				 "another mapping took [%#lx, %#lx) meanwhile",
+				 (unsigned long)maps[m].start, (unsigned long)maps[m].end);
 			return false;
+		}
 	}
 	return true;
 }
@@ -418,6 +436,20 @@ static bool fresh_remain(const int *fresh, int nfresh)
 	return false;
 }
 
+/* The room the objects a call loaded need (fresh[] into after[]), with
+ * the same margin hole_size gives one object: a dlopen() that pulls in a
+ * deep dependency tree (a Python extension module linked to parallel
+ * HDF5, its MPI, compression and network libraries) needs more than the
+ * default hole, and ld.so maps what does not fit below the zone. */
+static size_t closure_size(const int *fresh, int nfresh)
+{
+	size_t sum = 0;
+
+	for (int k = 0; k < nfresh; k++)
+		sum += after[fresh[k]].hi - after[fresh[k]].lo + STASIS_PAGE;
+	return PAGE_UP(2 * sum);
+}
+
 /* dlopen(path) into the hole below the cursor. A thread of the runtime's
  * that maps or unmaps memory meanwhile can send ld.so elsewhere: the
  * objects are then unloaded and loaded again (their constructors run
@@ -426,6 +458,7 @@ static bool fresh_remain(const int *fresh, int nfresh)
 static void *place(const char *path, int mode, int *fresh, int *nfresh, struct why *why)
 {
 	uintptr_t top = cursor, low;
+	size_t size = hole_size(path);
 	void *handle = NULL;
 	int ret;
 
@@ -434,7 +467,7 @@ static void *place(const char *path, int mode, int *fresh, int *nfresh, struct w
 		hole_low = top;
 		ret = list(before, &nbefore);
 		if (!ret)
-			ret = open_hole(hole_size(path));
+			ret = open_hole(size);
 		if (ret) {
 			why_set(why, ret, "cannot reserve its place: %s", strerror(-ret));
 			close_hole(top);
@@ -460,10 +493,23 @@ static void *place(const char *path, int mode, int *fresh, int *nfresh, struct w
 		close_hole(top);
 		if (tries == 3)
 			break;
+		if (closure_size(fresh, *nfresh) > size) {
+			/* Its dependencies did not fit: again with room for all. */
+			size = closure_size(fresh, *nfresh);
+			if (size > top - STASIS_LIBRARIES_BASE) {
+				why_set(why, -ENOSPC,
+					"it and the %d libraries it needs take %zu MiB, more than "
+					"the %zu MiB left in stasis's zone for them",
+					*nfresh - 1, size >> 20,
+					(size_t)(top - STASIS_LIBRARIES_BASE) >> 20);
+				return handle;
+			}
+		}
 		if (real_dlclose(handle) == 0 && !fresh_remain(fresh, *nfresh)) {
 			pr_debug("%s was not mapped where it was placed (another thread mapped "
-				 "memory meanwhile): loading it again",
-				 path);
+				 "memory meanwhile, or its dependencies needed more room): "
+				 "loading it again in %zu MiB",
+				 path, size >> 20);
 			continue;
 		}
 		/* It cannot be unloaded (a unique symbol, another user). */
@@ -471,7 +517,8 @@ static void *place(const char *path, int mode, int *fresh, int *nfresh, struct w
 		break;
 	}
 	/* A note, not a failure: the handle is returned all the same. */
-	why_set(why, -EINVAL, "it or a library it needs was not mapped where stasis placed it");
+	why_set(why, -EINVAL,
+		"it or a library it needs was not mapped where stasis placed it (%.400s)", stray);
 	return handle;
 }
 
@@ -489,7 +536,7 @@ void *libraries_dlopen(const char *file, int mode, uintptr_t caller)
 {
 	static char resolved[4096];
 	static int fresh[MAX_LOADED];
-	char feature[512];
+	char feature[900];
 	struct why why = WHY_INIT;
 	const char *path;
 	uintptr_t top;
@@ -523,12 +570,12 @@ void *libraries_dlopen(const char *file, int mode, uintptr_t caller)
 	pthread_mutex_unlock(&lock);
 	if (why_said(&why)) {
 		/* The string stays: session_unsupported keeps the pointer. */
-		static char kept[MAX_GROUPS][600];
+		static char kept[MAX_GROUPS][900];
 		static int nkept;
 
-		/* %.255s: as long as the note could be before it was a struct why. */
-		snprintf(feature, sizeof(feature), "a library loaded with dlopen() (%s): %.255s",
-			 file, why.msg);
+		/* %.600s: the note names the object out of place. */
+		snprintf(feature, sizeof(feature),
+			 "a library loaded with dlopen() (%.250s): %.600s", file, why.msg);
 		if (nkept < MAX_GROUPS) {
 			snprintf(kept[nkept], sizeof(kept[nkept]), "%s", feature);
 			session_unsupported(kept[nkept++]);
