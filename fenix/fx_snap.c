@@ -13,27 +13,7 @@
 
 #include "fenix_int.h"
 #include "fsutil.h"
-
-#define DAT_MAGIC "STFENIXD"
-#define DONE_MAGIC "STFENIXC"
-
-struct dat_hdr {
-	char magic[8];
-	uint32_t version, gid, ts, slot, size, nm;
-	uint64_t crc; /* of this header with crc = 0 */
-};
-
-struct dat_sec {
-	uint32_t mid, dtsize, count, nblocks;
-	uint64_t bytes; /* data bytes after the blocks */
-	uint64_t crc;	/* of this header (crc = 0), the blocks and the data */
-};
-
-struct done_rec {
-	char magic[8];
-	uint32_t gid, ts, slot, size, nm, reserved;
-	uint64_t crc; /* of this record (crc = 0) and the member ids after it */
-};
+#include "fx_file.h"
 
 void fx_name(char *buf, size_t len, int gid, int ts, int slot, const char *ext)
 {
@@ -87,37 +67,6 @@ static int write_file(const char *path, const struct iovec_part *parts, int n)
 	return fsutil_sync_parent(path);
 }
 
-static int read_file(const char *path, unsigned char **out, size_t *len)
-{
-	int fd = fsutil_open_private(path, O_RDONLY, NULL);
-	if (fd < 0)
-		return fd;
-	struct stat st;
-	if (fstat(fd, &st)) {
-		close(fd);
-		return -errno;
-	}
-	unsigned char *b = malloc(st.st_size ? (size_t)st.st_size : 1);
-	if (!b) {
-		close(fd);
-		return -ENOMEM;
-	}
-	size_t got = 0;
-	while (got < (size_t)st.st_size) {
-		ssize_t r = pread(fd, b + got, (size_t)st.st_size - got, (off_t)got);
-		if (r <= 0) {
-			free(b);
-			close(fd);
-			return r < 0 ? -errno : -EBADMSG;
-		}
-		got += (size_t)r;
-	}
-	close(fd);
-	*out = b;
-	*len = got;
-	return 0;
-}
-
 /* The blocks of a mask: runs of stored elements. */
 static int mask_blocks(const unsigned char *mask, int count, int32_t *blk)
 {
@@ -153,16 +102,16 @@ int fx_write_dat(struct fx_group *g, int ts, struct why *why)
 	/* The data goes to the file straight from the staging copy, block by
 	 * block: no second copy of what may be most of memory. */
 	struct iovec_part *parts = calloc((size_t)nparts, sizeof(*parts));
-	struct dat_sec *secs = calloc((size_t)nsec + 1, sizeof(*secs));
+	struct fx_dat_sec *secs = calloc((size_t)nsec + 1, sizeof(*secs));
 	int32_t **blks = calloc((size_t)nsec + 1, sizeof(*blks));
-	struct dat_hdr h = {.version = 1, .gid = (uint32_t)g->gid, .ts = (uint32_t)ts,
+	struct fx_dat_hdr h = {.version = 1, .gid = (uint32_t)g->gid, .ts = (uint32_t)ts,
 			    .slot = (uint32_t)g->rank, .size = (uint32_t)g->size,
 			    .nm = (uint32_t)nsec};
 	if (!parts || !secs || !blks) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	memcpy(h.magic, DAT_MAGIC, 8);
+	memcpy(h.magic, FX_DAT_MAGIC, 8);
 	h.crc = crc64_ecma_refl(0, (const unsigned char *)&h, sizeof(h));
 	parts[k++] = (struct iovec_part){&h, sizeof(h)};
 	for (int i = 0, s = 0; i < g->nm; i++) {
@@ -179,7 +128,7 @@ int fx_write_dat(struct fx_group *g, int ts, struct why *why)
 		size_t bytes = 0;
 		for (int b = 0; b < nb; b++)
 			bytes += (size_t)(blks[s][2 * b + 1] - blks[s][2 * b] + 1) * (size_t)m->dtsize;
-		secs[s] = (struct dat_sec){.mid = (uint32_t)m->mid, .dtsize = (uint32_t)m->dtsize,
+		secs[s] = (struct fx_dat_sec){.mid = (uint32_t)m->mid, .dtsize = (uint32_t)m->dtsize,
 					   .count = (uint32_t)m->stage_count, .nblocks = (uint32_t)nb,
 					   .bytes = bytes};
 		uint64_t c = crc64_ecma_refl(0, (const unsigned char *)&secs[s], sizeof(secs[s]));
@@ -218,9 +167,9 @@ int fx_write_done(struct fx_group *g, int ts, struct why *why)
 	int nm = 0;
 	for (int i = 0; i < g->nm; i++)
 		mids[nm++] = (uint32_t)g->m[i].mid;
-	struct done_rec r = {.gid = (uint32_t)g->gid, .ts = (uint32_t)ts, .slot = (uint32_t)g->rank,
+	struct fx_done_rec r = {.gid = (uint32_t)g->gid, .ts = (uint32_t)ts, .slot = (uint32_t)g->rank,
 			     .size = (uint32_t)g->size, .nm = (uint32_t)nm};
-	memcpy(r.magic, DONE_MAGIC, 8);
+	memcpy(r.magic, FX_DONE_MAGIC, 8);
 	uint64_t c = crc64_ecma_refl(0, (const unsigned char *)&r, sizeof(r));
 	r.crc = crc64_ecma_refl(c, (const unsigned char *)mids, sizeof(uint32_t) * (size_t)nm);
 	struct iovec_part parts[2] = {{&r, sizeof(r)}, {mids, sizeof(uint32_t) * (size_t)nm}};
@@ -254,130 +203,70 @@ int fx_list_done(int gid, int slot, int *ts, int max)
 	return n;
 }
 
-/* Parse a .dat; calls fn for each section whose crc is right; -EBADMSG on
- * any damage. */
-static int dat_load(int gid, int ts, int slot, unsigned char **buf, size_t *len)
-{
-	char path[4400];
-	fx_name(path, sizeof(path), gid, ts, slot, "dat");
-	int ret = read_file(path, buf, len);
-	if (ret)
-		return ret;
-	struct dat_hdr h;
-	if (*len < sizeof(h))
-		goto bad;
-	memcpy(&h, *buf, sizeof(h));
-	uint64_t c = h.crc;
-	h.crc = 0;
-	if (memcmp(h.magic, DAT_MAGIC, 8) || crc64_ecma_refl(0, (void *)&h, sizeof(h)) != c ||
-	    h.gid != (uint32_t)gid || h.ts != (uint32_t)ts || h.slot != (uint32_t)slot)
-		goto bad;
-	size_t at = sizeof(h);
-	for (uint32_t i = 0; i < h.nm; i++) {
-		struct dat_sec s;
-		if (*len - at < sizeof(s))
-			goto bad;
-		memcpy(&s, *buf + at, sizeof(s));
-		uint64_t sc = s.crc;
-		s.crc = 0;
-		size_t bl = sizeof(int32_t) * 2 * (size_t)s.nblocks;
-		if (*len - at - sizeof(s) < bl || *len - at - sizeof(s) - bl < s.bytes)
-			goto bad;
-		uint64_t cc = crc64_ecma_refl(0, (void *)&s, sizeof(s));
-		cc = crc64_ecma_refl(cc, *buf + at + sizeof(s), bl + s.bytes);
-		if (cc != sc)
-			goto bad;
-		at += sizeof(s) + bl + s.bytes;
-	}
-	if (at != *len)
-		goto bad;
-	return 0;
-bad:
-	free(*buf);
-	*buf = NULL;
-	return -EBADMSG;
-}
-
 bool fx_dat_ok(int gid, int ts, int slot)
 {
-	unsigned char *b;
-	size_t len;
-	if (dat_load(gid, ts, slot, &b, &len))
+	struct fx_dat d;
+	if (fx_dat_load(fx.dir, gid, ts, slot, &d, NULL, 0))
 		return false;
-	free(b);
+	fx_dat_free(&d);
 	return true;
 }
 
 int fx_merge(int gid, int ts, int slot, int mid, unsigned char *out, unsigned char *filled,
 	     int cap, int dtsize, int *count)
 {
-	unsigned char *b;
-	size_t len;
-	int ret = dat_load(gid, ts, slot, &b, &len);
+	struct fx_dat d;
+	struct fx_sec s;
+	int ret = fx_dat_load(fx.dir, gid, ts, slot, &d, NULL, 0);
 	if (ret)
 		return ret;
-	struct dat_hdr h;
-	memcpy(&h, b, sizeof(h));
-	size_t at = sizeof(h);
 	ret = -ENOENT;
-	for (uint32_t i = 0; i < h.nm; i++) {
-		struct dat_sec s;
-		memcpy(&s, b + at, sizeof(s));
-		const unsigned char *blk = b + at + sizeof(s);
-		const unsigned char *data = blk + sizeof(int32_t) * 2 * (size_t)s.nblocks;
-		at += sizeof(s) + sizeof(int32_t) * 2 * (size_t)s.nblocks + s.bytes;
-		if (s.mid != (uint32_t)mid)
+	for (fx_dat_first(&d, &s); fx_dat_next(&d, &s);) {
+		if (s.s.mid != (uint32_t)mid)
 			continue;
-		if ((int)s.dtsize != dtsize) {
+		if ((int)s.s.dtsize != dtsize) {
 			ret = -EBADMSG;
 			break;
 		}
-		if ((int)s.count > *count)
-			*count = (int)s.count;
+		if ((int)s.s.count > *count)
+			*count = (int)s.s.count;
 		if (!out) { /* asked for the count only */
 			ret = 0;
 			break;
 		}
-		if ((int)s.count > cap) {
+		if ((int)s.s.count > cap) {
 			ret = -ERANGE;
 			break;
 		}
 		size_t off = 0;
-		for (uint32_t k = 0; k < s.nblocks; k++) {
+		for (uint32_t k = 0; k < s.s.nblocks; k++) {
 			int32_t be[2];
-			memcpy(be, blk + 8 * k, 8);
+			memcpy(be, s.blocks + 8 * k, 8);
 			for (int e = be[0]; e <= be[1]; e++, off += (size_t)dtsize) {
 				if (filled[e])
 					continue;
-				memcpy(out + (size_t)e * (size_t)dtsize, data + off, (size_t)dtsize);
+				memcpy(out + (size_t)e * (size_t)dtsize, s.data + off, (size_t)dtsize);
 				filled[e] = 1;
 			}
 		}
 		ret = 0;
 		break;
 	}
-	free(b);
+	fx_dat_free(&d);
 	return ret;
 }
 
 int fx_members(int gid, int ts, int slot, int (*mi)[3], int max)
 {
-	unsigned char *b;
-	size_t len;
-	int ret = dat_load(gid, ts, slot, &b, &len);
+	struct fx_dat d;
+	struct fx_sec s;
+	int ret = fx_dat_load(fx.dir, gid, ts, slot, &d, NULL, 0);
 	if (ret)
 		return ret;
-	struct dat_hdr h;
-	memcpy(&h, b, sizeof(h));
-	size_t at = sizeof(h);
 	int n = 0;
-	for (uint32_t i = 0; i < h.nm && n < max; i++) {
-		struct dat_sec s;
-		memcpy(&s, b + at, sizeof(s));
-		at += sizeof(s) + sizeof(int32_t) * 2 * (size_t)s.nblocks + s.bytes;
-		mi[n][0] = (int)s.mid, mi[n][1] = (int)s.dtsize, mi[n++][2] = (int)s.count;
-	}
-	free(b);
+	for (fx_dat_first(&d, &s); n < max && fx_dat_next(&d, &s); n++)
+		mi[n][0] = (int)s.s.mid, mi[n][1] = (int)s.s.dtsize, mi[n][2] = (int)s.s.count;
+	fx_dat_free(&d);
 	return n;
 }
 
@@ -394,60 +283,30 @@ int fx_remove_snapshot(int gid, int ts, int slot)
 	return fsutil_sync_dir(fx.dir);
 }
 
+/* Version 2: the policy, depth and start_ts, for stasis-inspect. */
 int fx_write_meta(struct fx_group *g)
 {
 	char path[4400];
 	fx_name(path, sizeof(path), g->gid, -1, 0, "meta");
-	int32_t rec[4] = {1, g->policy[0], g->policy[1], g->policy[2]};
+	int32_t rec[6] = {2, g->policy[0], g->policy[1], g->policy[2], g->depth, g->start_ts};
 	struct iovec_part p = {rec, sizeof(rec)};
 	return write_file(path, &p, 1);
 }
 
 int fx_read_meta(int gid, int policy[3])
 {
-	char path[4400];
-	fx_name(path, sizeof(path), gid, -1, 0, "meta");
-	unsigned char *b;
-	size_t len;
-	int ret = read_file(path, &b, &len);
-	if (ret)
-		return ret;
-	int32_t rec[4];
-	if (len != sizeof(rec)) {
-		free(b);
-		return -EBADMSG;
-	}
-	memcpy(rec, b, sizeof(rec));
-	free(b);
-	if (rec[0] != 1)
-		return -EBADMSG;
-	memcpy(policy, rec + 1, 3 * sizeof(int));
-	return 0;
+	struct fx_meta m;
+	int ret = fx_meta_load(fx.dir, gid, &m);
+	if (!ret)
+		memcpy(policy, m.policy, 3 * sizeof(int));
+	return ret;
 }
 
 int fx_read_done(int gid, int ts, int slot, int *size)
 {
-	char path[4400];
-	fx_name(path, sizeof(path), gid, ts, slot, "done");
-	unsigned char *b;
-	size_t len;
-	int ret = read_file(path, &b, &len);
-	if (ret)
-		return ret;
-	struct done_rec r;
-	ret = -EBADMSG;
-	if (len >= sizeof(r)) {
-		memcpy(&r, b, sizeof(r));
-		uint64_t c = r.crc;
-		r.crc = 0;
-		uint64_t cc = crc64_ecma_refl(0, (void *)&r, sizeof(r));
-		cc = crc64_ecma_refl(cc, b + sizeof(r), len - sizeof(r));
-		if (!memcmp(r.magic, DONE_MAGIC, 8) && cc == c &&
-		    len == sizeof(r) + 4 * (size_t)r.nm && r.ts == (uint32_t)ts) {
-			*size = (int)r.size;
-			ret = 0;
-		}
-	}
-	free(b);
+	struct fx_done_rec r;
+	int ret = fx_done_load(fx.dir, gid, ts, slot, &r, NULL);
+	if (!ret)
+		*size = (int)r.size;
 	return ret;
 }

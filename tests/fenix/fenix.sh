@@ -64,6 +64,31 @@ relaunched() { # N OUT: exactly N Fenix relaunches by stasis-run
 		fail "expected $1 relaunch(es): $(grep -c 'Fenix relaunch' "$T/$2.out")"
 }
 
+# stasis-inspect on fx_ring's files (STASIS_DIR=$T/DIR/%r): it lists the
+# snapshots and members the program said it stored, --verify passes; then a
+# byte of one .dat is flipped: --verify fails naming that file, and says
+# the set can rebuild it (every scheme here tolerates one loss).
+inspect_ring() { # DIR SCHEME
+	local I="$B/tools/stasis-inspect" out=$T/inspect.out
+	"$I" "$T/$1" >"$out" 2>&1 || fail "stasis-inspect exit $?: $(cat "$out")"
+	grep -q "^  fenix group 7: 4 slot(s), policy $2, " "$out" || fail "group line: $(cat "$out")"
+	local ts mem
+	ts=$(sed -n 's/^    ts \([0-9]*\): .*; complete$/\1/p' "$out" | xargs)
+	mem=$(sed -n 's/^    ts [0-9]*: members \([^;]*\); .*/\1/p' "$out" | tail -1)
+	expect ref "stored group 7 ts $ts members $mem"
+	"$I" --verify "$T/$1" >"$out" 2>&1 || fail "verify of an intact run: $(cat "$out")"
+	[ "$(grep -c '^      slot .: dat ok, red ok, done ok$' "$out")" = 8 ] || fail "verify: $(cat "$out")"
+	local f
+	f=$(ls "$T"/$1/1/fx/fenix/g7-t*.c1.dat | sort -V | tail -1)
+	printf '\xff' | dd of="$f" bs=1 seek=300 conv=notrunc status=none
+	"$I" --verify "$T/$1" >"$out" 2>&1 && fail "verify passed a flipped byte"
+	grep -q "^stasis-inspect: .* slot 1: $f damaged: section .* crc64 mismatch$" "$out" ||
+		fail "the damaged file not named: $(cat "$out")"
+	grep -q "^      set .*: lost 1; scheme $2 tolerates .: can be rebuilt$" "$out" ||
+		fail "no rebuild verdict: $(cat "$out")"
+	echo "ok: stasis-inspect lists ts $ts members $mem; verify passes, then names $(basename "$f")"
+}
+
 case $1 in
 errors)
 	run e errors -- "$B/tests/fenix/fx_errors" || fail "fx_errors exit $?"
@@ -73,6 +98,7 @@ errors)
 ring)
 	s=$2 args=(8 3000 1 4 "$2")
 	run ref ref -- "$B/tests/fenix/fx_ring" 8 3000 -1 0 "$2" || fail "reference run"
+	inspect_ring ref "$s"
 	rc=0
 	run k k1 -- "$B/tests/fenix/fx_ring" "${args[@]}" || rc=$?
 	[ $rc -ne 0 ] || fail "the first launch was not killed"

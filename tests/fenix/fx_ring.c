@@ -93,6 +93,29 @@ int main(int argc, char **argv)
 			h = (h ^ b[k]) * 1099511628211ull;
 	}
 	printf("rank %d steps %d checksum %016llx\n", rank, step, (unsigned long long)h);
+	/* What the group holds now, as the program sees it (the queries are
+	 * collective): fenix.sh compares stasis-inspect's listing with it. */
+	int ns = 0, nm = 0, cnt, sz;
+	Fenix_Data_group_get_number_of_snapshots(7, &ns);
+	Fenix_Data_group_get_number_of_members(7, &nm);
+	char line[512];
+	size_t at = (size_t)snprintf(line, sizeof(line), "stored group 7 ts");
+	for (int p = ns - 1; p >= 0 && at < sizeof(line); p--) {
+		int t = -1;
+		Fenix_Data_group_get_snapshot_at_position(7, p, &t);
+		at += (size_t)snprintf(line + at, sizeof(line) - at, " %d", t);
+	}
+	at += (size_t)snprintf(line + at, at < sizeof(line) ? sizeof(line) - at : 0, " members");
+	for (int p = 0; p < nm; p++) {
+		int mid = -1;
+		Fenix_Data_group_get_member_at_position(7, &mid, p);
+		Fenix_Data_member_attr_get(7, mid, FENIX_DATA_MEMBER_ATTRIBUTE_COUNT, &cnt, &flag, 0);
+		Fenix_Data_member_attr_get(7, mid, FENIX_DATA_MEMBER_ATTRIBUTE_SIZE, &sz, &flag, 0);
+		if (at < sizeof(line))
+			at += (size_t)snprintf(line + at, sizeof(line) - at, " %d:%dx%dB", mid, cnt, sz);
+	}
+	if (rank == 0)
+		printf("%s\n", line);
 	Fenix_Finalize();
 	MPI_Finalize();
 	return 0;

@@ -36,4 +36,9 @@ grep -q 'engine/start.c:.*fenix_int.h of fenix/' "$tmp/out" || { cat "$tmp/out";
 copy && echo '#include "session.h"' >>"$tmp/t/tools/inspect/json.c"
 check && fail "stasis-inspect including the session layer passed"
 
+copy && echo '#include "fenix_int.h"' >>"$tmp/t/tools/inspect/fenix.c"
+check && fail "stasis-inspect including fenix/ beyond its reader fx_file.h passed"
+copy && echo '#include "fx_file.h"' >>"$tmp/t/tools/inspect/json.c"
+check || { cat "$tmp/out"; fail "stasis-inspect including fenix/'s reader fx_file.h refused"; }
+
 echo "PASS: upward includes, includes of the leaf fenix/, duplicate headers and inspect's reach are refused"

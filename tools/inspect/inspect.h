@@ -102,6 +102,10 @@ struct where_line {
 int inspect_where(const struct rank_files *rf, struct where_line **lines, struct why *why);
 void inspect_where_free(struct where_line *lines, int n);
 
+/* fenix.c: list (and with verify check) the job's Fenix groups and
+ * snapshots, text only; problems through inspect_problem. */
+void inspect_fenix(struct inspect *in, const struct job *j, bool verify);
+
 /* json.c: a small writer for one document. */
 struct json {
 	FILE *f;

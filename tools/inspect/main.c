@@ -150,8 +150,10 @@ static void list_text(struct inspect *in, struct job *j)
 	fprintf(stdout, ")\n  in");
 	for (int i = 0; i < j->ndirs; i++)
 		fprintf(stdout, " %s", j->dirs[i]);
-	fprintf(stdout, "\n  %6s  %-19s  %-11s  %-14s  %-21s  %-10s  %s\n", "id", "taken", "kind",
-		"chain", "bytes per rank", "total", "state");
+	fprintf(stdout, "\n");
+	if (j->nck) /* a job with Fenix snapshots only has no checkpoint */
+		fprintf(stdout, "  %6s  %-19s  %-11s  %-14s  %-21s  %-10s  %s\n", "id", "taken",
+			"kind", "chain", "bytes per rank", "total", "state");
 	for (int k = 0; k < j->nck; k++) {
 		struct ckpt *c = &j->ck[k];
 		struct sizes s = sizes(c);
@@ -523,6 +525,7 @@ int main(int argc, char **argv)
 		list_text(&in, j);
 		if (j->verdicts)
 			fputs(j->verdicts, stdout);
+		inspect_fenix(&in, j, o.verify);
 		if (o.verify) {
 			bool flush;
 			uint64_t from = inspect_restart_from(&in, j->name, &flush);

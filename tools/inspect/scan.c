@@ -53,8 +53,9 @@ static bool parse_name(const char *name, uint64_t *id, int *rank, char *ext)
 	return true;
 }
 
-/* A job directory: checkpoint files, a rank's lock file or the flush
- * level's marker (a job that started but has no checkpoint yet is one). */
+/* A job directory: checkpoint files, a rank's lock file, the flush
+ * level's marker (a job that started but has no checkpoint yet is one) or
+ * libfenix's fenix/ directory. */
 static bool is_job_dir(const char *dir)
 {
 	struct dirent *de;
@@ -68,7 +69,7 @@ static bool is_job_dir(const char *dir)
 		return false;
 	while (!yes && (de = readdir(d)))
 		yes = parse_name(de->d_name, &id, &rank, &ext) || !strncmp(de->d_name, "lock.r", 6) ||
-		      !strcmp(de->d_name, MARKER);
+		      !strcmp(de->d_name, MARKER) || !strcmp(de->d_name, "fenix");
 	closedir(d);
 	return yes;
 }
@@ -223,7 +224,7 @@ bool inspect_scan(struct inspect *in, const char *root)
 	if (n == 0 && !stat(root, &st) && S_ISDIR(st.st_mode))
 		inspect_problem(in,
 				"%s: not a stasis checkpoint directory (no job directory with "
-				"ckpt-<id>.r<rank>.* files in it or two levels below)",
+				"ckpt-<id>.r<rank>.* files or a fenix/ directory in it or two levels below)",
 				root);
 	return n > 0;
 }
