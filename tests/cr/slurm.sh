@@ -104,7 +104,7 @@ time-limit)
 	batch first "$CR_STASIS_RUN $(cr_mpirun) $CR_APP ${CR_ARGS[*]}"
 	cr_start first sbatch -t 1 -n "$CR_NP" -O -o "$CR_TMP/first.job.out" -e "$CR_TMP/first.err" \
 		--open-mode=append "$CR_TMP/first.sh"
-	cr_wait_exit first
+	slurm_submitted first
 	cr_expect_status first 0
 	id=$(slurm_job_id "$CR_TMP/first.out")
 	# Every rank catches SIGUSR1 (stasis's checkpoint request, set once its
@@ -143,7 +143,7 @@ time-limit)
 	batch second "$CR_STASIS_RESTART $(cr_mpirun) $CR_APP ${CR_ARGS[*]}"
 	cr_start second sbatch -t 5 -n "$CR_NP" -O -o "$CR_TMP/second.job.out" -e "$CR_TMP/second.err" \
 		--open-mode=append "$CR_TMP/second.sh"
-	cr_wait_exit second
+	slurm_submitted second
 	cr_expect_status second 0
 	id2=$(slurm_job_id "$CR_TMP/second.out")
 	slurm_wait_gone "$id2" "$CR_TIMEOUT"
@@ -160,7 +160,7 @@ requeue)
 	batch job "$CR_STASIS_RUN $(cr_mpirun) $CR_APP ${CR_ARGS[*]}"
 	cr_start job sbatch --requeue -n "$CR_NP" -O -o "$CR_TMP/job.job.out" -e "$CR_TMP/job.err" \
 		--open-mode=append "$CR_TMP/job.sh"
-	cr_wait_exit job
+	slurm_submitted job
 	cr_expect_status job 0
 	id=$(slurm_job_id "$CR_TMP/job.out")
 	slurm_wait_commits job 2 60
@@ -191,7 +191,7 @@ lost-node)
 	batch job "$CR_STASIS_RUN --restarts 2 $(cr_mpirun) $CR_APP ${CR_ARGS[*]}"
 	cr_start job sbatch --no-kill -N 4 -n "$CR_NP" -O -o "$CR_TMP/job.job.out" -e "$CR_TMP/job.err" \
 		--open-mode=append "$CR_TMP/job.sh"
-	cr_wait_exit job
+	slurm_submitted job
 	cr_expect_status job 0
 	id=$(slurm_job_id "$CR_TMP/job.out")
 	slurm_wait_commits job 2 60

@@ -58,6 +58,23 @@ slurm_wait_gone() {
 	done
 }
 
+# slurm_submitted NAME: wait for the sbatch started as job NAME (cr_start)
+# to return, and reap it. Not cr_wait_exit: the batch job's processes carry
+# NAME's CR_JOB mark (sbatch exports the environment; slurm_ranks finds the
+# ranks by it) and may already run when sbatch returns, which is no process
+# left behind; the job's own end is checked through Slurm.
+slurm_submitted() {
+	local name=$1 deadline=$((SECONDS + CR_TIMEOUT))
+	while cr_alive "$name"; do
+		if ((SECONDS >= deadline)); then
+			cr_kill_quiet "$name" || true
+			cr_fail "sbatch of job $name still running after ${CR_TIMEOUT}s"
+		fi
+		sleep 0.1
+	done
+	cr_reap "$name"
+}
+
 # slurm_ranks NAME: pids of the job's ranks (CR_JOB mark, the program's exe).
 slurm_ranks() {
 	local pid
