@@ -332,7 +332,7 @@ static void test_random(void)
 		struct model m;
 
 		model_init(&m, k == 1 ? 200 : 5000, seeds[k]);
-		model_run(&m, 120000);
+		model_run(&m, 60000);
 		model_check(&m);
 		printf("random seed %#llx: %lu allocs, %lu frees, %lu reallocs, %lu maps\n",
 		       (unsigned long long)seeds[k], m.allocs, m.frees, m.reallocs, m.maps);
@@ -350,7 +350,7 @@ static void test_restore(void)
 	char *image;
 
 	model_init(&m, 3000, 42);
-	model_run(&m, 100000);
+	model_run(&m, 50000);
 	model_check(&m);
 	len = arena_committed();
 	image = malloc(len);
@@ -362,7 +362,7 @@ static void test_restore(void)
 
 	/* Diverge: other blocks, one big one that grows the arena. */
 	m.rng = 4242;
-	model_run(&m, 100000);
+	model_run(&m, 50000);
 	void *big = arena_malloc(len + 64 * MiB);
 	CHECK(big, "big block after the snapshot");
 	memset(big, 0x5a, len + 64 * MiB);
@@ -381,7 +381,7 @@ static void test_restore(void)
 	CHECK(z && all_zero(z, len + 32 * MiB), "fresh memory after restore not zero");
 	arena_free(z);
 	m.rng = 777;
-	model_run(&m, 100000);
+	model_run(&m, 50000);
 	model_check(&m);
 	printf("restore: %zu byte image, allocator continued from it\n", len);
 	model_free_all(&m);
