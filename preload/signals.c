@@ -201,3 +201,68 @@ EXPORT int timer_delete(timer_t id)
 		ptimers_deleted(id);
 	return ret;
 }
+
+/* The program's signal masks never block the two signals stasis needs on
+ * its threads: the stop signal (process/threads.h), sent to each thread at
+ * a checkpoint, and SIGSEGV, which the mprotect backend raises on a write
+ * to saved memory (a synchronous SIGSEGV that is blocked kills the
+ * process). A thread that blocks every signal (Boehm GC's markers, Guile's
+ * signal thread, the helper threads of many libraries, and every thread
+ * they create, which inherits the mask) could otherwise not be stopped.
+ * As DMTCP does, both are taken out of the set the program blocks, and the
+ * mask it reads back shows them blocked when it asked so (per thread). A
+ * raw rt_sigprocmask system call still passes unseen: that thread then
+ * stops no checkpoint but its own, named (threads_stop). */
+static __thread int program_blocked __attribute__((tls_model("initial-exec")));
+
+static int kept_signal(int i)
+{
+	return i ? SIGSEGV : threads_stop_signal();
+}
+
+typedef int mask_fn(int how, const sigset_t *set, sigset_t *old);
+
+static int program_mask(mask_fn *real, int how, const sigset_t *set, sigset_t *old,
+			uintptr_t caller)
+{
+	int blocked = program_blocked, asked = 0, ret;
+	sigset_t mine;
+
+	if (stasis_depth || !regions_app_code(caller) || !threads_stop_signal())
+		return real(how, set, old);
+	if (set) {
+		mine = *set;
+		for (int i = 0; i < 2; i++)
+			if (sigismember(set, kept_signal(i)) == 1) {
+				asked |= 1 << i;
+				sigdelset(&mine, kept_signal(i));
+			}
+		set = &mine;
+	}
+	ret = real(how, set, old);
+	if (ret)
+		return ret;
+	if (old)
+		for (int i = 0; i < 2; i++)
+			if (blocked & 1 << i)
+				sigaddset(old, kept_signal(i));
+	if (set && how == SIG_BLOCK)
+		program_blocked = blocked | asked;
+	else if (set && how == SIG_UNBLOCK)
+		program_blocked = blocked & ~asked;
+	else if (set && how == SIG_SETMASK)
+		program_blocked = asked;
+	return 0;
+}
+
+EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	REAL(pthread_sigmask);
+	return program_mask(real, how, set, old, CALLER);
+}
+
+EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	REAL(sigprocmask);
+	return program_mask(real, how, set, old, CALLER);
+}

@@ -73,6 +73,11 @@ int threads_init(void)
 	return 0;
 }
 
+int threads_stop_signal(void)
+{
+	return stop_signal;
+}
+
 /* The lowest free place of size bytes in the zone (first fit, so that the
  * same sequence of threads gets the same blocks in every run). Under the
  * lock. */

@@ -61,6 +61,8 @@
 /* At load: reserve the zone, install the stop signal's handler. 0 or
  * -errno (application threads then switch checkpoints off). */
 int threads_init(void);
+/* The signal that stops application threads (0 before threads_init). */
+int threads_stop_signal(void);
 
 int threads_stop(struct why *why);
 /* Fills up to max entries of out; returns their number or -errno (why set). */
