@@ -206,6 +206,7 @@ enum maps_flags {
 	MAPS_DONTFORK = 1u << 1,   /* madvise(MADV_DONTFORK) */
 	MAPS_WIPEONFORK = 1u << 2, /* madvise(MADV_WIPEONFORK) */
 	MAPS_DONTDUMP = 1u << 3,   /* madvise(MADV_DONTDUMP) */
+	MAPS_FILE_COPY = 1u << 4,  /* a MAP_PRIVATE mapping of a file, its bytes copied */
 };
 
 struct maps_object {

@@ -14,8 +14,20 @@
  *   any address something is mapped at (stasis's reservation is).
  * - The program's mprotect() and madvise() of saved memory are recorded
  *   (maps.h).
+ * - A MAP_PRIVATE mapping of a regular file (Guile's compiled .go files,
+ *   read-only tables, an input mmap()ed to be read) is the file's bytes in
+ *   memory only the program changes (mmap(2)). It gets arena pages filled
+ *   from the file, saved and restored as any other memory: a restart needs
+ *   neither the file nor its address. What differs from the kernel's
+ *   mapping: the bytes are read at the mmap() (a later change to the file
+ *   is not seen, which POSIX leaves unspecified for private mappings),
+ *   whole pages past the file's end read as zero instead of raising
+ *   SIGBUS, /proc/self/maps names no file, MADV_DONTNEED keeps the copy
+ *   (maps.c), and the copy is the process's memory, not the page cache:
+ *   bounded by FILE_COPY_MAX.
  * - Refused, checkpoints switched off with a warning naming it, the call
- *   done as asked: file mappings, fixed mappings elsewhere, MAP_HUGETLB,
+ *   done as asked: shared file mappings, other file mappings (devices,
+ *   /proc, past FILE_COPY_MAX), fixed mappings elsewhere, MAP_HUGETLB,
  *   MAP_GROWSDOWN, MAP_32BIT, System V shared memory, memory protection
  *   keys, brk()/sbrk() (the brk heap is the runtime's), personality()
  *   changes, prctl(PR_SET_MM, PR_SET_SECCOMP, PR_SET_MDWE), munmap() or
@@ -26,6 +38,8 @@
 #undef _FILE_OFFSET_BITS
 #define LOG_PREFIX "mappings: "
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -72,23 +86,95 @@ static bool is_dev_zero(int fd)
 	return !fstat(fd, &st) && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 5);
 }
 
+/* The largest private file mapping copied into memory (above). */
+#define FILE_COPY_MAX (1UL << 30)
+
+/* Checkpoints off for a file mapping, naming the file (session_unsupported
+ * keeps the text: filled once, the first refusal is the one it keeps). */
+static void refuse_file_mapping(const char *what, int fd)
+{
+	static char text[PATH_MAX + 128];
+	char link[32], path[PATH_MAX];
+	ssize_t n;
+
+	if (!text[0]) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		n = readlink(link, path, sizeof(path) - 1);
+		path[n > 0 ? n : 0] = 0;
+		snprintf(text, sizeof(text), "%s (%s)", what, n > 0 ? path : "unknown file");
+	}
+	session_unsupported(text);
+}
+
+/* How a file mapping is served: 1 copied in, 0 refused (named), -errno the
+ * mmap() fails. */
+static int file_mapping(size_t length, bool shared, int fd, off_t offset)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (shared)
+		refuse_file_mapping("mmap(MAP_SHARED) of a file", fd);
+	else if (!S_ISREG(st.st_mode))
+		refuse_file_mapping("mmap() of a device or special file", fd);
+	else if (length > FILE_COPY_MAX)
+		refuse_file_mapping("mmap() of more than 1 GiB of a file (stasis copies a "
+				    "private file mapping into memory)",
+				    fd);
+	else if (offset < 0 || (offset & (STASIS_PAGE - 1)) || !length)
+		return -EINVAL;
+	else
+		return 1;
+	return 0;
+}
+
+/* The file's bytes from offset into [p, p + length), fresh zeroed pages. */
+static int copy_file(char *p, size_t length, int fd, off_t offset)
+{
+	size_t done = 0;
+
+	while (done < length) {
+		ssize_t n = pread(fd, p + done, length - done, offset + (off_t)done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) /* not open for reading: mmap() says EACCES */
+			return errno == EBADF ? -EACCES : -errno;
+		if (!n)
+			break;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
 static void *program_mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
 {
 	int type = flags & MAP_TYPE;
 	bool shared = type == MAP_SHARED || type == MAP_SHARED_VALIDATE;
 	const char *refused = NULL;
+	int copy = 0, err;
 	void *p;
 
 	if (!(flags & MAP_ANONYMOUS) && is_dev_zero(fd))
 		flags |= MAP_ANONYMOUS;
-	if (!(flags & MAP_ANONYMOUS))
-		refused = "mmap() of a file";
-	else if (flags & MAP_HUGETLB)
+	if (!(flags & MAP_ANONYMOUS)) {
+		copy = file_mapping(length, shared, fd, offset);
+		if (copy < 0) {
+			errno = -copy;
+			return MAP_FAILED;
+		}
+		if (!copy)
+			return raw_mmap(addr, length, prot, flags, fd, offset);
+		shared = false;
+	}
+	if (flags & MAP_HUGETLB)
 		refused = "mmap(MAP_HUGETLB)";
 	else if (flags & (MAP_GROWSDOWN | MAP_32BIT))
 		refused = "mmap(MAP_GROWSDOWN or MAP_32BIT)";
 	else if ((flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) && !in_arena(addr, length))
-		refused = "fixed anonymous mmap() outside stasis's arena";
+		refused = copy ? "fixed mmap() of a file outside stasis's arena"
+			       : "fixed anonymous mmap() outside stasis's arena";
 	if (refused) {
 		session_unsupported(refused);
 		return raw_mmap(addr, length, prot, flags, fd, offset);
@@ -112,9 +198,13 @@ static void *program_mmap(void *addr, size_t length, int prot, int flags, int fd
 		if (!p)
 			return MAP_FAILED;
 	}
-	if (maps_new_mapping(p, length, prot, shared)) {
+	err = copy ? copy_file(p, length, fd, offset) : 0;
+	if (!err && maps_new_mapping(p, length, prot,
+				     copy ? MAPS_FILE_COPY : shared ? MAPS_SHARED : 0))
+		err = -ENOMEM;
+	if (err) {
 		arena_unmap(p, length);
-		errno = ENOMEM;
+		errno = -err;
 		return MAP_FAILED;
 	}
 	return p;

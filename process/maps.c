@@ -177,7 +177,7 @@ int maps_mprotect(void *addr, size_t len, int prot)
 	return ret;
 }
 
-int maps_new_mapping(void *addr, size_t len, int prot, bool shared)
+int maps_new_mapping(void *addr, size_t len, int prot, uint32_t kind)
 {
 	uint64_t start = (uintptr_t)addr, end = PAGE_UP(start + len);
 	sigset_t old;
@@ -190,7 +190,7 @@ int maps_new_mapping(void *addr, size_t len, int prot, bool shared)
 	if (prot != MAPS_RW)
 		ret = raw_mprotect(start, end, prot);
 	if (!ret)
-		ret = record(start, end, prot, shared ? MAPS_SHARED : 0, ~0u);
+		ret = record(start, end, prot, kind, ~0u);
 	maps_unlock(&old);
 	return ret;
 }
@@ -243,25 +243,40 @@ bool maps_protected(uintptr_t start, uintptr_t end)
  * read back as zero (MADV_FREE may do that too, so it is done so) and the
  * dirty tracking hears of it; a shared mapping keeps its contents except
  * under MADV_REMOVE, which a private mapping refuses with EINVAL. */
+/* Pages of a file copy are kept: the kernel would read the file's bytes in
+ * again, and stasis holds no descriptor of the file; its copy is those bytes
+ * unless the program wrote there (then it keeps what it wrote, said once). */
+static void dropping_file_copy(void)
+{
+	static bool said;
+
+	if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+		pr_warn("madvise() dropping pages of a private file mapping: stasis keeps its "
+			"copy of the file's bytes (pages the program wrote keep what it wrote)");
+}
+
 static int drop(uint64_t start, uint64_t end, int advice)
 {
-	bool all_shared;
+	/* DONTNEED and FREE keep a shared mapping's contents; REMOVE frees them. */
+	uint32_t keep = advice == MADV_REMOVE ? MAPS_SHARED : MAPS_SHARED | MAPS_FILE_COPY;
+	bool all_kept, file_copy, all_copy;
 	sigset_t old;
 	int ret = 0;
 
 	maps_lock(&old);
-	if (!any_flag(start, end, MAPS_SHARED, &all_shared)) {
+	file_copy = any_flag(start, end, MAPS_FILE_COPY, &all_copy);
+	if (!any_flag(start, end, keep, &all_kept)) {
 		ret = advice == MADV_REMOVE ? -EINVAL : arena_zero((void *)start, end - start);
 	} else if (advice == MADV_REMOVE) {
-		ret = all_shared ? arena_zero((void *)start, end - start) : -EINVAL;
-	} else if (!all_shared) {
-		/* Mixed: drop the private parts only. */
+		ret = all_kept && !file_copy ? arena_zero((void *)start, end - start) : -EINVAL;
+	} else if (!all_kept) {
+		/* Mixed: drop the private anonymous parts only. */
 		uint64_t pos = start;
 
 		for (size_t i = 0; i < maps_table.n && !ret; i++) {
 			const struct maps_range *r = &maps_table.r[i];
 
-			if (!(r->flags & MAPS_SHARED) || r->end <= pos || r->start >= end)
+			if (!(r->flags & keep) || r->end <= pos || r->start >= end)
 				continue;
 			if (r->start > pos)
 				ret = arena_zero((void *)pos, r->start - pos);
@@ -271,6 +286,8 @@ static int drop(uint64_t start, uint64_t end, int advice)
 			ret = arena_zero((void *)pos, end - pos);
 	}
 	maps_unlock(&old);
+	if (file_copy && advice != MADV_REMOVE)
+		dropping_file_copy();
 	if (ret) {
 		errno = -ret;
 		return -1;

@@ -34,9 +34,11 @@
 /* The program's mprotect(): done and recorded, with its refusals (code or
  * RELRO of an application object made writable). Returns as mprotect(). */
 int maps_mprotect(void *addr, size_t len, int prot);
-/* The program got [addr, addr + len) from the arena for an mmap() (shared:
- * MAP_SHARED | MAP_ANONYMOUS): give it prot and record it. */
-int maps_new_mapping(void *addr, size_t len, int prot, bool shared);
+/* The program got [addr, addr + len) from the arena for an mmap(): give it
+ * prot and record it with kind: 0 (private anonymous memory), MAPS_SHARED
+ * (MAP_SHARED | MAP_ANONYMOUS) or MAPS_FILE_COPY (a private file mapping
+ * whose bytes were copied in, preload/mappings.c). */
+int maps_new_mapping(void *addr, size_t len, int prot, uint32_t kind);
 /* The program's madvise() of saved memory, done as the kernel would for
  * the kind of mapping recorded: MADV_DONTNEED and MADV_FREE drop private
  * pages (dirty tracking hears of it) and keep a shared mapping's contents,

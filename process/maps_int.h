@@ -13,7 +13,8 @@
 #define MAPS_RW (PROT_READ | PROT_WRITE)
 /* Not in images: a shared mapping fork() made truly shared (maps.h). */
 #define MAPS_FORKED (1u << 31)
-#define MAPS_SAVED_FLAGS (MAPS_SHARED | MAPS_DONTFORK | MAPS_WIPEONFORK | MAPS_DONTDUMP)
+#define MAPS_SAVED_FLAGS                                                                           \
+	(MAPS_SHARED | MAPS_DONTFORK | MAPS_WIPEONFORK | MAPS_DONTDUMP | MAPS_FILE_COPY)
 
 /* Ranges whose attributes are not the default (read-write, no flags),
  * sorted, not overlapping, adjacent ones with equal attributes merged. */
