@@ -4,25 +4,36 @@
  * main thread produces through a queue guarded by a mutex and two condition
  * variables. Each thread keeps state of its own in __thread variables and a
  * pthread key; all of it feeds the answer, which the main thread collects
- * with pthread_join.
+ * with pthread_join. The consumer blocks every signal, as the helper
+ * threads of many libraries do (Boehm GC's markers), and the mask it reads
+ * back feeds the answer. The workers scale their values by a table read
+ * from a file through a MAP_PRIVATE mapping (read-only, part of it made
+ * writable and changed, one page dropped with MADV_DONTNEED), the file
+ * removed at once: a restart cannot read it again.
  *
  *   workers [N [ITERS]]
  *
  * Output (rank 0, stdout, at the end): one line hashing every rank's state.
  */
 #include <mpi.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "hash.h"
 
 #define QUEUE 16
 
+#define TABLE 4096 /* doubles: 8 pages */
+
 static int n, iters;
-static double *u, *next;
+static double *u, *next, *table;
 static pthread_barrier_t start_step, end_step;
 static pthread_key_t key;
 
@@ -54,7 +65,7 @@ static void *worker(void *arg)
 	for (int it = 0; it < iters; it++) {
 		pthread_barrier_wait(&start_step);
 		for (int i = lo; i < hi; i++)
-			next[i] = 0.5 * u[i] + 0.25 * (u[i - 1] + u[i + 1]);
+			next[i] = table[i % TABLE] * u[i] + 0.25 * (u[i - 1] + u[i + 1]);
 		t_steps++;
 		t_sum += next[lo + it % (hi - lo)];
 		*(uint64_t *)pthread_getspecific(key) ^= t_steps * 2654435761u;
@@ -69,9 +80,16 @@ static void *worker(void *arg)
 static void *consumer(void *arg)
 {
 	struct result *r = calloc(1, sizeof(*r));
+	sigset_t all, now;
+	int view[2];
 
 	(void)arg;
-	r->hash = HASH_START;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_sigmask(SIG_SETMASK, NULL, &now);
+	view[0] = sigismember(&now, SIGRTMIN + 3);
+	view[1] = sigismember(&now, SIGSEGV);
+	r->hash = hash_mix(HASH_START, view, sizeof(view));
 	pthread_mutex_lock(&q.lock);
 	for (;;) {
 		while (!q.count && !q.done)
@@ -102,6 +120,35 @@ static void produce(double v)
 	pthread_mutex_unlock(&q.lock);
 }
 
+/* The table: a file's bytes through a private mapping, changed in memory. */
+static double *map_table(int rank)
+{
+	char path[] = "/tmp/workers-table-XXXXXX";
+	int fd = mkstemp(path);
+	double *t, v[TABLE];
+
+	if (fd < 0)
+		return NULL;
+	for (int i = 0; i < TABLE; i++)
+		v[i] = 0.5 - (double)((i * 31 + rank) % 17) / 4096.0;
+	if (write(fd, v, sizeof(v)) != (ssize_t)sizeof(v)) {
+		close(fd);
+		unlink(path);
+		return NULL;
+	}
+	t = mmap(NULL, sizeof(v), PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	unlink(path);
+	if (t == MAP_FAILED)
+		return NULL;
+	/* Read-only pages dropped read the file's bytes again. */
+	madvise(t, 4096, MADV_DONTNEED);
+	mprotect(t + TABLE / 2, sizeof(v) / 2, PROT_READ | PROT_WRITE);
+	for (int i = TABLE / 2; i < TABLE; i++)
+		t[i] *= 0.99;
+	return t;
+}
+
 int main(int argc, char **argv)
 {
 	int rank, size, provided;
@@ -117,6 +164,11 @@ int main(int argc, char **argv)
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	u = malloc(sizeof(double) * n);
 	next = malloc(sizeof(double) * n);
+	table = map_table(rank);
+	if (!table) {
+		perror("workers: the table's file mapping");
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
 	for (int i = 0; i < n; i++)
 		u[i] = next[i] = (double)((rank * 7 + i) % 13);
 	pthread_key_create(&key, NULL);

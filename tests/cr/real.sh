@@ -1,5 +1,5 @@
 #!/bin/bash
-# real.sh lammps|pw: a real MPI program from Debian's packages, written by
+# real.sh lammps|pw|meep: a real MPI program from Debian's packages, written by
 # nobody here, killed after two checkpoints and restarted; what it printed
 # must be what an uninterrupted run prints:
 #   lammps  LAMMPS (C++), the melt example with a longer run, 2 ranks: its
@@ -7,6 +7,11 @@
 #   pw      Quantum ESPRESSO's pw.x (Fortran; splits its communicators
 #           through the Fortran bindings), a silicon SCF, 2 ranks: the
 #           energies and accuracies of its iterations
+#   meep    MIT's Meep FDTD solver scripted in Scheme (meep-openmpi: Guile
+#           and libctl, Boehm GC's marker threads, which block every
+#           signal, and Guile's compiled .go files, mmap()ed MAP_PRIVATE), a
+#           2D waveguide, 2 ranks: the field at two points every 20 time
+#           units
 # The killed run's lines must be a prefix of the uninterrupted run's, the
 # restart's a suffix ending the same way, and together they must leave no
 # line out. The program's size (steps, k-points) is raised until the
@@ -15,7 +20,7 @@ set -euo pipefail
 # shellcheck source=../lib/cr.sh
 source "$(dirname "$0")/../lib/cr.sh"
 
-what=${1:?usage: real.sh lammps|pw}
+what=${1:?usage: real.sh lammps|pw|meep}
 CR_NP=2
 export STASIS_INTERVAL=0.5
 cr_setup
@@ -65,6 +70,28 @@ EOF
 	args=(-in "$CR_TMP/si.in")
 	# OpenBLAS would start threads of its own.
 	export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+	;;
+meep)
+	exe=$(command -v meep || true)
+	[[ -n $exe ]] || cr_skip "meep missing (Debian's meep-openmpi)"
+	lines_re='^Ez '
+	size=800
+	# SIZE: the time units simulated (40 time steps each).
+	make_input() {
+		cat >"$CR_TMP/wg.ctl" <<EOF
+(set! geometry-lattice (make lattice (size 16 8 no-size)))
+(set! geometry (list (make block (center 0 0) (size infinity 1 infinity)
+                      (material (make dielectric (epsilon 12))))))
+(set! sources (list (make source (src (make continuous-src (frequency 0.15)))
+                     (component Ez) (center -7 0))))
+(set! pml-layers (list (make pml (thickness 1.0))))
+(set! resolution 20)
+(run-until $1 (at-every 20 (lambda ()
+  (print "Ez " (meep-time) " " (get-field-point Ez (vector3 0 0))
+         " " (get-field-point Ez (vector3 3 0.2)) "\\n"))))
+EOF
+	}
+	args=("$CR_TMP/wg.ctl")
 	;;
 *)
 	echo "unknown program $what" >&2
