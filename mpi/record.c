@@ -104,7 +104,7 @@ void recbuf_handle(struct rec_builder *b, enum vh_kind k, void *v)
 		recbuf_u64(b, vh_index(k, v));
 		add_parent(b, e->rec);
 	} else if (vh_is_virtual(k, v)) {
-		b->failed = true; /* a virtual handle without a record */
+		b->failed = b->orphan = true; /* a virtual handle without a record */
 	} else {
 		recbuf_int(b, 0);
 		recbuf_u64(b, (uint64_t)(uintptr_t)v);

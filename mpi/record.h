@@ -50,6 +50,7 @@ struct rec_builder {
 	struct mpi_record **parents;
 	uint32_t nparents, pcap;
 	bool failed;
+	bool orphan; /* (and failed) a handle named an object without a record */
 };
 
 void recbuf_put(struct rec_builder *b, const void *p, size_t n);

@@ -623,6 +623,18 @@ struct save_ctx {
 	int n;
 };
 
+/* A completed request gives back only its status: the communicator or
+ * datatype it used may have been freed by the program since (MPI allows
+ * it while the request is pending), and is not needed then. */
+static void *needed(const struct vh_entry *e, enum vh_kind k, void *v, void *null)
+{
+	const struct vh_entry *o = vh_entry(k, v);
+
+	if ((e->flags & VH_DONE) && vh_is_virtual(k, v) && !(o && o->rec))
+		return null;
+	return v;
+}
+
 static int save_one(enum vh_kind k, uint32_t index, struct vh_entry *e, void *arg)
 {
 	struct save_ctx *c = arg;
@@ -637,8 +649,8 @@ static int save_one(enum vh_kind k, uint32_t index, struct vh_entry *e, void *ar
 	recbuf_int(c->b, ri->count);
 	recbuf_int(c->b, ri->peer);
 	recbuf_int(c->b, ri->tag);
-	recbuf_handle(c->b, VH_TYPE, ri->type);
-	recbuf_handle(c->b, VH_COMM, ri->comm);
+	recbuf_handle(c->b, VH_TYPE, needed(e, VH_TYPE, ri->type, MPI_DATATYPE_NULL));
+	recbuf_handle(c->b, VH_COMM, needed(e, VH_COMM, ri->comm, MPI_COMM_NULL));
 	recbuf_int(c->b, ri->ftype);
 	recbuf_int(c->b, ri->fcomm);
 	recbuf_u64(c->b, ri->posted);
@@ -657,7 +669,8 @@ int mpi_req_save(struct rec_builder *b)
 	recbuf_put(b, body.data, body.len);
 	free(body.data);
 	free(body.parents);
-	return body.failed || b->failed ? -ENOMEM : 0;
+	b->orphan |= body.orphan;
+	return body.orphan ? -EBADSLT : body.failed || b->failed ? -ENOMEM : 0;
 }
 
 int mpi_req_load(struct rec_reader *r)

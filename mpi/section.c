@@ -106,7 +106,12 @@ int mpi_section_save(void **data, size_t *len, struct why *why)
 		put_record(&b, r);
 	recbuf_put(&b, snap.data, snap.len);
 	if (mpi_req_save(&b) || drain_save(&b) || b.failed || snap.failed) {
-		ret = why_set(why, -ENOMEM, "out of memory recording MPI objects");
+		ret = b.orphan || snap.orphan
+			  ? why_set(why, -EBADSLT,
+				    "a pending MPI request or object names an object the program "
+				    "freed (a communicator or datatype), which stasis could not "
+				    "make again")
+			  : why_set(why, -ENOMEM, "out of memory recording MPI objects");
 		goto out;
 	}
 	memcpy(h.magic, STATE_MAGIC, 8);
