@@ -1,5 +1,5 @@
 #!/bin/bash
-# real.sh lammps|pw|meep: a real MPI program from Debian's packages, written by
+# real.sh lammps|pw|meep|cp2k: a real MPI program from Debian's packages, written by
 # nobody here, killed after two checkpoints and restarted; what it printed
 # must be what an uninterrupted run prints:
 #   lammps  LAMMPS (C++), the melt example with a longer run, 2 ranks: its
@@ -12,6 +12,9 @@
 #           signal, and Guile's compiled .go files, mmap()ed MAP_PRIVATE), a
 #           2D waveguide, 2 ranks: the field at two points every 20 time
 #           units
+#   cp2k    CP2K (Fortran, ScaLAPACK, communicators freed while their
+#           requests are pending), Born-Oppenheimer MD of one water
+#           molecule, 2 ranks: energies and conserved quantity per step
 # The killed run's lines must be a prefix of the uninterrupted run's, the
 # restart's a suffix ending the same way, and together they must leave no
 # line out. The program's size (steps, k-points) is raised until the
@@ -20,10 +23,12 @@ set -euo pipefail
 # shellcheck source=../lib/cr.sh
 source "$(dirname "$0")/../lib/cr.sh"
 
-what=${1:?usage: real.sh lammps|pw|meep}
+what=${1:?usage: real.sh lammps|pw|meep|cp2k}
 CR_NP=2
 export STASIS_INTERVAL=0.5
 cr_setup
+# Checkpoints the run must commit before it is killed.
+want=2
 # A real program writes files where it runs: its own reference run.
 export CR_REF_SHARED=0
 
@@ -93,6 +98,22 @@ EOF
 	}
 	args=("$CR_TMP/wg.ctl")
 	;;
+cp2k)
+	exe=$(command -v cp2k.psmp || true)
+	deck=/usr/share/doc/cp2k/examples/H2O.inp
+	[[ -n $exe && -r $deck ]] || cr_skip "cp2k.psmp or $deck missing (Debian's cp2k)"
+	lines_re='Conserved quantity|Total FORCE_EVAL'
+	size=80
+	# Into its MD steps, where it frees communicators whose requests are
+	# still pending.
+	want=6
+	# SIZE: MD steps.
+	make_input() { sed -E "s/^([[:space:]]*STEPS)[[:space:]]+[0-9]+/\\1 $1/" "$deck" >"$CR_TMP/H2O.inp"; }
+	args=(-i "$CR_TMP/H2O.inp")
+	# It writes its trajectory and restart files where it runs.
+	cd "$CR_TMP"
+	export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+	;;
 *)
 	echo "unknown program $what" >&2
 	exit 1
@@ -128,7 +149,7 @@ for ((try = 1; ; try++)); do
 	old=$size
 	if ((CR_REF_MS >= 6000)); then
 		cr_run run
-		wait_for_commits run 2 && break
+		wait_for_commits run "$want" && break
 		cr_expect_status run 0
 		cr_say "the run under stasis ended after $(cr_commits run) checkpoint(s)"
 		((++runs < max_runs)) ||
@@ -142,12 +163,18 @@ for ((try = 1; ; try++)); do
 	((try < 5)) || cr_fail "the program ended before its second checkpoint at every size tried"
 	cr_say "too short for the checkpoints to come: size $old -> $size"
 done
-cr_ok "job run committed 2 checkpoints"
+cr_ok "job run committed $want checkpoints"
 grep -E -- "$lines_re" "$CR_TMP/ref.out" >"$CR_TMP/ref.lines" || true
 total=$(wc -l <"$CR_TMP/ref.lines")
 ((total >= 10)) || cr_fail "the uninterrupted run printed $total lines to compare, too few to tell"
 
 cr_kill run
+# Every attempt must have been committed: a failed one (a state stasis
+# could not record) leaves the program less protected than it says.
+if line=$(grep -m 1 -E 'checkpoint [0-9]+ failed|checkpoint skipped' "$CR_TMP/run.err"); then
+	cr_show run
+	cr_fail "a checkpoint of the run failed: $line"
+fi
 cr_restart restart
 cr_expect_status restart 0
 cr_expect_line restart 'resumed from checkpoint [0-9]+' "the restart resumed"
@@ -166,4 +193,4 @@ tail -n "$restart_n" "$CR_TMP/ref.lines" | cmp -s - "$CR_TMP/restart.lines" || {
 ((run_n + restart_n >= total)) ||
 	cr_fail "$((total - run_n - restart_n)) lines between the checkpoint and the kill are missing"
 cr_ok "killed run printed $run_n lines, the restart $restart_n, of $total: the same lines"
-cr_pass "$what: killed after 2 checkpoints, restarted, same output"
+cr_pass "$what: killed after $want checkpoints, restarted, same output"
