@@ -105,17 +105,31 @@ static off_t offset_of(const ElfW(Phdr) * ph, int n, ElfW(Addr) v)
 static char queue[MAX_SEEN][512];
 static int nqueue;
 
+/* The string at offset at of the dynamic string table (file offset
+ * strtab), in out: the table itself can be large (libpetsc's is 300 KiB),
+ * so each name is read where it is. */
+static bool read_str(int fd, off_t strtab, ElfW(Xword) at, char *out, size_t len)
+{
+	ssize_t got = pread(fd, out, len - 1, strtab + (off_t)at);
+
+	if (got <= 0)
+		return false;
+	out[got] = 0;
+	return memchr(out, 0, (size_t)got) != NULL;
+}
+
 /* The span of one object; its libraries not loaded yet are queued. */
 static size_t one(const char *path)
 {
-	static char strtab[1 << 16];
 	static ElfW(Dyn) dyn[512];
+	static char rpath[4096], runpath[4096], name[NAME_MAX_LEN];
 	ElfW(Ehdr) eh;
 	ElfW(Phdr) ph[64];
 	uintptr_t lo = UINTPTR_MAX, hi = 0, align = PAGE;
 	size_t total = 0, ndyn = 0;
 	ElfW(Addr) str = 0;
-	const char *rpath = NULL, *runpath = NULL;
+	off_t strtab = -1;
+	bool has_rpath = false, has_runpath = false;
 	ssize_t got;
 	int fd = open(path, O_RDONLY | O_CLOEXEC), nph;
 
@@ -147,32 +161,27 @@ static size_t one(const char *path)
 	for (size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; i++)
 		if (dyn[i].d_tag == DT_STRTAB)
 			str = dyn[i].d_un.d_ptr;
-	got = -1;
-	if (str && offset_of(ph, nph, str) >= 0)
-		got = pread(fd, strtab, sizeof(strtab) - 1, offset_of(ph, nph, str));
-	close(fd);
-	if (got <= 0)
-		return total;
-	strtab[got] = 0;
-	for (size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; i++) {
-		if (dyn[i].d_un.d_val >= (ElfW(Xword))got)
-			continue;
+	if (str)
+		strtab = offset_of(ph, nph, str);
+	for (size_t i = 0; strtab >= 0 && i < ndyn && dyn[i].d_tag != DT_NULL; i++) {
 		if (dyn[i].d_tag == DT_RPATH)
-			rpath = strtab + dyn[i].d_un.d_val;
+			has_rpath = read_str(fd, strtab, dyn[i].d_un.d_val, rpath, sizeof(rpath));
 		else if (dyn[i].d_tag == DT_RUNPATH)
-			runpath = strtab + dyn[i].d_un.d_val;
+			has_runpath =
+			    read_str(fd, strtab, dyn[i].d_un.d_val, runpath, sizeof(runpath));
 	}
-	for (size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; i++) {
-		const char *name = strtab + dyn[i].d_un.d_val;
-
-		if (dyn[i].d_tag != DT_NEEDED || dyn[i].d_un.d_val >= (ElfW(Xword))got ||
+	for (size_t i = 0; strtab >= 0 && i < ndyn && dyn[i].d_tag != DT_NULL; i++) {
+		if (dyn[i].d_tag != DT_NEEDED ||
+		    !read_str(fd, strtab, dyn[i].d_un.d_val, name, sizeof(name)) ||
 		    is_loaded(name) || mark_seen(name) || nqueue == MAX_SEEN)
 			continue;
-		if (!find(name, path, rpath, runpath, queue[nqueue], sizeof(queue[0])))
+		if (!find(name, path, has_rpath ? rpath : NULL, has_runpath ? runpath : NULL,
+			  queue[nqueue], sizeof(queue[0])))
 			pr_debug("%s, needed by %s, not found", name, path);
 		else
 			nqueue++;
 	}
+	close(fd);
 	return total;
 }
 
