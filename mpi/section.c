@@ -9,6 +9,7 @@
 #include "collective_counts.h"
 #include "comms.h"
 #include "drain.h"
+#include "errclasses.h"
 #include "format.h"
 #include "log.h"
 #include "memory.h"
@@ -24,7 +25,7 @@
 #include "wtime.h"
 
 #define STATE_MAGIC "STASISMP"
-#define STATE_VERSION 4u
+#define STATE_VERSION 5u
 
 /* The blob: this header, then each record, the snapshot entries, the
  * requests to post again or completed early, the drained messages. */
@@ -105,6 +106,7 @@ int mpi_section_save(void **data, size_t *len, struct why *why)
 	for (const struct mpi_record *r = rec_first(); r; r = r->next)
 		put_record(&b, r);
 	recbuf_put(&b, snap.data, snap.len);
+	errclasses_save(&b);
 	if (mpi_req_save(&b) || drain_save(&b) || b.failed || snap.failed) {
 		ret = b.orphan || snap.orphan
 			  ? why_set(why, -EBADSLT,
@@ -350,6 +352,9 @@ int mpi_section_replay(const void *data, size_t len, struct why *why)
 			why_set(why, ret, "cannot put back the state of MPI objects: %s",
 				strerror(-ret));
 	}
+	/* Read between the snapshot and the requests, as written. */
+	if (!ret)
+		ret = errclasses_replay(&r, why);
 	/* Before the program's freed datatypes are freed again: views need them. */
 	if (!ret)
 		ret = mpiio_apply(why);
