@@ -1,5 +1,5 @@
 #!/bin/bash
-# real.sh lammps|pw|meep|cp2k: a real MPI program from Debian's packages, written by
+# real.sh lammps|pw|meep|cp2k|openfoam: a real MPI program from Debian's packages, written by
 # nobody here, killed after two checkpoints and restarted; what it printed
 # must be what an uninterrupted run prints:
 #   lammps  LAMMPS (C++), the melt example with a longer run, 2 ranks: its
@@ -15,6 +15,9 @@
 #   cp2k    CP2K (Fortran, ScaLAPACK, communicators freed while their
 #           requests are pending), Born-Oppenheimer MD of one water
 #           molecule, 2 ranks: energies and conserved quantity per step
+#   openfoam OpenFOAM's icoFoam (C++, its Pstream over MPI) on the lid-driven
+#           cavity, 80 x 80 cells decomposed in 2: its Courant numbers
+#           and solver residuals per time step
 # The killed run's lines must be a prefix of the uninterrupted run's, the
 # restart's a suffix ending the same way, and together they must leave no
 # line out. The program's size (steps, k-points) is raised until the
@@ -23,7 +26,7 @@ set -euo pipefail
 # shellcheck source=../lib/cr.sh
 source "$(dirname "$0")/../lib/cr.sh"
 
-what=${1:?usage: real.sh lammps|pw|meep|cp2k}
+what=${1:?usage: real.sh lammps|pw|meep|cp2k|openfoam}
 CR_NP=2
 export STASIS_INTERVAL=0.5
 cr_setup
@@ -113,6 +116,35 @@ cp2k)
 	# It writes its trajectory and restart files where it runs.
 	cd "$CR_TMP"
 	export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+	;;
+openfoam)
+	exe=$(command -v icoFoam || true)
+	cavity=/usr/share/doc/openfoam-examples/examples/incompressible/icoFoam/cavity/cavity
+	[[ -n $exe && -r /usr/share/openfoam/etc/bashrc && -d $cavity ]] ||
+		cr_skip "icoFoam or its cavity example missing (Debian's openfoam, openfoam-examples)"
+	set +u
+	# shellcheck disable=SC1091
+	source /usr/share/openfoam/etc/bashrc >/dev/null 2>&1 || true
+	set -u
+	case=$CR_TMP/cavity
+	cp -r "$cavity" "$case"
+	find "$case" -name '*.gz' -exec gunzip {} +
+	sed -i 's/(20 20 1)/(80 80 1)/' "$case/system/blockMeshDict"
+	cat >"$case/system/decomposeParDict" <<EOF
+FoamFile { version 2.0; format ascii; class dictionary; object decomposeParDict; }
+numberOfSubdomains 2;
+method simple;
+coeffs { n (2 1 1); }
+EOF
+	(cd "$case" && blockMesh >log.blockMesh 2>&1 && decomposePar >log.decomposePar 2>&1) ||
+		cr_fail "cannot set the cavity case up: $(tail -n 3 "$case"/log.*)"
+	lines_re='^(Time = |Courant Number|DILUPBiCG|DICPCG|time step continuity)'
+	size=1300
+	# SIZE: time steps of 0.001.
+	make_input() {
+		sed -i -E "s/^(deltaT[[:space:]]+).*/\\10.001;/; s/^(endTime[[:space:]]+).*/\\1$(($1 / 1000)).$(printf '%03d' $(($1 % 1000)));/; s/^(writeInterval[[:space:]]+).*/\\1100;/" "$case/system/controlDict"
+	}
+	args=(-parallel -case "$case")
 	;;
 *)
 	echo "unknown program $what" >&2
