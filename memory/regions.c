@@ -29,6 +29,7 @@ struct object {
 	int ntext, ndata, nload;
 	bool runtime;
 	bool libc;
+	bool self; /* libstasis.so */
 };
 
 /* Filled once by regions_init() before MPI_Init and only read afterwards
@@ -226,6 +227,30 @@ bool regions_app_code(uintptr_t pc)
 	return false;
 }
 
+static bool in_text(const struct object *o, uintptr_t pc)
+{
+	for (int t = 0; t < o->ntext; t++)
+		if (pc >= o->text[t].start && pc < o->text[t].end)
+			return true;
+	return false;
+}
+
+bool regions_libc_code(uintptr_t pc)
+{
+	for (int i = 0; i < nobjects; i++)
+		if (objects[i].libc && in_text(&objects[i], pc))
+			return true;
+	return false;
+}
+
+bool regions_self_code(uintptr_t pc)
+{
+	for (int i = 0; i < nobjects; i++)
+		if (objects[i].self && in_text(&objects[i], pc))
+			return true;
+	return false;
+}
+
 bool regions_app_object(uintptr_t base)
 {
 	for (int i = 0; i < nobjects; i++)
@@ -372,6 +397,7 @@ int regions_init(void)
 		for (int t = 0; t < o->ntext; t++)
 			if (self >= o->text[t].start && self < o->text[t].end)
 				self_object = true;
+		o->self = self_object;
 		if (i > 0 && (self_object || (is_runtime_root(o) && !o->runtime) ||
 			      !strncmp(o->name, "libmpi.so", 9)))
 			mark_runtime(o);

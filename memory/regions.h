@@ -29,6 +29,10 @@ bool regions_ready(void);
  * application library, or libc (which serves the application too). */
 bool regions_app_code(uintptr_t pc);
 
+/* Whether pc is code of libc; of libstasis.so itself. */
+bool regions_libc_code(uintptr_t pc);
+bool regions_self_code(uintptr_t pc);
+
 /* Whether the object loaded at base (its dl_iterate_phdr dlpi_addr) is the
  * executable or an application library: its data, TLS and keys are the
  * application's (libc serves the application but its state is the

@@ -3,6 +3,8 @@
  * makes, and dl_iterate_phdr(), inside which a thread holds ld.so's lock
  * (it is not stopped there). Threads the MPI library or stasis creates
  * (inside a wrapper, or from their own code) pass unchanged. */
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -94,6 +96,30 @@ EXPORT void pthread_exit(void *retval)
 }
 
 /* Every key is seen, whoever makes it: the caller decides whose it is. */
+/* Who made a key: a function that ends by tail-calling pthread_key_create
+ * (HDF5's thread-safety set-up, run by pthread_once) returns to libc, so
+ * the first frame out of libc and stasis is the one that asked. Without
+ * it the key was taken for the runtime's, its values were not saved, and
+ * HDF5 crashed after a restart on a NULL per-thread counter. */
+static uintptr_t key_maker(uintptr_t caller)
+{
+	void *frames[12];
+	int n;
+
+	if (!regions_libc_code(caller))
+		return caller;
+	n = unw_backtrace(frames, 12);
+	for (int i = 0; i < n; i++) {
+		uintptr_t pc = (uintptr_t)frames[i];
+
+		if (regions_self_code(pc) && i > 1)
+			return caller; /* libc on stasis's behalf */
+		if (!regions_libc_code(pc) && !regions_self_code(pc))
+			return pc;
+	}
+	return caller;
+}
+
 EXPORT int pthread_key_create(pthread_key_t *key, void (*destructor)(void *))
 {
 	int ret;
@@ -102,7 +128,7 @@ EXPORT int pthread_key_create(pthread_key_t *key, void (*destructor)(void *))
 	stasis_busy_enter();
 	ret = real(key, destructor);
 	if (!ret)
-		tls_key_created(*key, destructor, CALLER);
+		tls_key_created(*key, destructor, key_maker(CALLER));
 	stasis_busy_leave();
 	return ret;
 }

@@ -1,8 +1,10 @@
 /* tls: a solver whose state lives partly in thread-local storage: __thread
  * variables of the executable and of an application library (libtlsdep.so),
  * and pthread keys with values, some made before MPI_Init, some after, one
- * deleted (a hole in the numbering) and one made halfway through the run.
- * Every one of them feeds the answer.
+ * deleted (a hole in the numbering), one made halfway through the run, and
+ * one made by a pthread_once routine that ends by tail-calling
+ * pthread_key_create (as HDF5's thread-safety set-up does: the key's maker
+ * returns into libc). Every one of them feeds the answer.
  *
  *   tls [N [ITERS]]
  *
@@ -20,6 +22,15 @@
 
 static __thread uint64_t t_count = 7;
 static __thread double t_acc[64];
+
+static pthread_key_t k_once;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* A jmp to pthread_key_create, not a call (checked with objdump). */
+__attribute__((noinline, optimize("O2", "optimize-sibling-calls"))) static void make_once_key(void)
+{
+	pthread_key_create(&k_once, NULL);
+}
 
 struct keyed {
 	uint64_t v[8];
@@ -45,6 +56,8 @@ int main(int argc, char **argv)
 	pthread_key_create(&k_hole, NULL);
 	pthread_key_create(&k_after, NULL);
 	pthread_key_delete(k_hole);
+	pthread_once(&once, make_once_key);
+	pthread_setspecific(k_once, (void *)(uintptr_t)(rank + 1));
 	u = malloc(sizeof(double) * n);
 	for (int i = 0; i < n; i++)
 		u[i] = (double)((rank * 5 + i) % 11);
@@ -60,6 +73,8 @@ int main(int argc, char **argv)
 		t_count = t_count * 3 + (r & 0xff);
 		kv->v[it % 8] ^= r + after;
 		pthread_setspecific(k_after, (void *)(after * 31 + (uintptr_t)(r >> 3)));
+		pthread_setspecific(k_once,
+				    (void *)((uintptr_t)pthread_getspecific(k_once) * 7 + (uintptr_t)it));
 		if (it == iters / 3) {
 			pthread_key_create(&k_late, NULL);
 			have_late = 1;
@@ -77,7 +92,8 @@ int main(int argc, char **argv)
 	all = tlsdep_hash();
 	h = hash_mix(h, &all, sizeof(all));
 	h = hash_mix(h, pthread_getspecific(k_before), sizeof(struct keyed));
-	all = (uintptr_t)pthread_getspecific(k_after) + (uintptr_t)pthread_getspecific(k_late);
+	all = (uintptr_t)pthread_getspecific(k_after) + (uintptr_t)pthread_getspecific(k_late) +
+	      (uintptr_t)pthread_getspecific(k_once);
 	h = hash_mix(h, &all, sizeof(all));
 	MPI_Reduce(&h, &all, 1, MPI_UINT64_T, MPI_BXOR, 0, MPI_COMM_WORLD);
 	if (rank == 0)
