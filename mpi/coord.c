@@ -165,10 +165,33 @@ void coord_start(struct session *s, coord_take_fn take)
 /* Every rank was told to stop (the coordinator threads agreed that no
  * rank is inside a collective or behind one): take the checkpoint here,
  * all together. */
+static void wait_at_entry(void);
+
+/* Stopped: wait for the leader's word. MSG_GO once every rank acknowledged
+ * STOP with no epoch open on a window (coord_thread.c): a rank whose epoch
+ * opened after the last round may wait inside MPI_Win_complete for a
+ * post of this rank's, which only going on gives. False when the attempt
+ * was given up instead. MPI is kept moving meanwhile. */
+static bool await_go(void)
+{
+	bool go;
+
+	pthread_mutex_lock(&SH.lock);
+	while (LOAD(SH.stop) && LOAD(SH.go) != SH.attempt)
+		wait_at_entry();
+	go = LOAD(SH.stop) != 0;
+	pthread_mutex_unlock(&SH.lock);
+	return go;
+}
+
 static void take_checkpoint(void)
 {
 	uint64_t attempt = SH.attempt;
 
+	if (!await_go()) {
+		coord_flag = LOAD(SH.pending) || LOAD(SH.stop) || drain_pending();
+		return;
+	}
 	if (drain_and_checkpoint(sess, take_fn)) {
 		/* A restart resumed here: attempt and the shared state are the new
 		 * process's, where no attempt got past this rank's answer. */
@@ -238,8 +261,9 @@ static void wait_at_entry(void)
  * over, or the leader released the gates: nobody moved, so a rank held
  * here may be the one another waits for (a receive from MPI_ANY_SOURCE, a
  * Waitall, a collective elsewhere that needs this rank's next one first),
- * or a passive-target epoch is open on one of its windows (windows.h: it
- * could not stop inside the collective, nor take the checkpoint here).
+ * or an epoch is open on one of its windows (windows.h: it could not stop
+ * inside the collective, nor take the checkpoint here; a peer may wait in
+ * MPI_Win_complete or MPI_Win_wait for its next call).
  * Going on, it enters beyond the target and raises it: the others follow. */
 static void hold_while_level(void)
 {
@@ -298,6 +322,26 @@ static void gate(MPI_Comm comm, int blocking)
 	if (blocking)
 		STORE(SH.in_collective, 1);
 	pthread_mutex_unlock(&SH.lock);
+}
+
+void coord_epoch_gate(void)
+{
+	if (!LOAD(SH.pending))
+		return;
+	pthread_mutex_lock(&SH.lock);
+	hold_while_level();
+	pthread_mutex_unlock(&SH.lock);
+}
+
+bool coord_stopping(void)
+{
+	return LOAD(SH.stop) != 0;
+}
+
+void coord_stop_here(void)
+{
+	if (LOAD(SH.stop))
+		take_checkpoint();
 }
 
 void coord_collective(MPI_Comm comm)

@@ -18,9 +18,13 @@
  *    non-blocking collective never match): ranks inside one are counted
  *    and waited for.
  * 3. Rounds of queries until every rank is level and none is inside a
- *    collective; then every rank stops at its next MPI call (blocking
- *    point-to-point calls always run as non-blocking ones plus a loop,
- *    blocking.h, so a rank waiting for a message stops too).
+ *    collective (nor in an epoch on a window, windows.h); then STOP: every
+ *    rank stops at its next MPI call (blocking point-to-point calls always
+ *    run as non-blocking ones plus a loop, blocking.h, so a rank waiting
+ *    for a message stops too). Each coordinator thread answers STOP with
+ *    whether an epoch is open on a window of its rank's (one may have
+ *    opened since the last round); stopped ranks wait for GO, which comes
+ *    when none was, or else the attempt is given up and tried again.
  * 4. Drain and checkpoint (drain.h), all together, on the program's
  *    thread.
  *
@@ -89,6 +93,22 @@ void coord_icollective(MPI_Comm comm);
  * try again shortly. */
 void coord_ungated(void);
 void coord_ungated_done(void);
+
+/* For the calls that open an epoch on a window which other ranks' calls
+ * must meet (MPI_Win_post, MPI_Win_start: windows.c), before the epoch is
+ * counted. coord_epoch_gate: during an attempt, a rank level with every
+ * member and with no epoch open waits here as at a collective's entry
+ * (every rank of a loop of epochs comes to the same point, out of them
+ * all). Then, once the epoch is counted (a sequentially consistent
+ * increment the coordinator thread reads after it marks STOP): if
+ * coord_stopping() and no other epoch of the rank's is open, the count is
+ * taken back and the rank stops here (coord_stop_here: the checkpoint, or
+ * the attempt given up, after which the caller counts again); else the
+ * rank's answer to STOP said an epoch was open, and the attempt will be
+ * given up. */
+void coord_epoch_gate(void);
+bool coord_stopping(void);
+void coord_stop_here(void);
 
 /* In a blocking point-to-point call's loop, and at a Test or an Iprobe:
  * where the rank takes the checkpoint once every rank may stop. */

@@ -29,15 +29,25 @@ enum coord_msg {
 	MSG_RAISE,   /* a: communicator id, b: collectives entered */
 	MSG_DONE,    /* a: attempt (checkpoint taken or given up) */
 	MSG_BYE,     /* the rank is in MPI_Finalize */
+	/* rank 0 to all: every rank acknowledged MSG_STOP with no epoch open
+	 * on a window: take the checkpoint (a: attempt) */
+	MSG_GO,
+	/* all to rank 0: MSG_STOP seen (a: attempt); b: an epoch was open on
+	 * a window of the rank's then, REPLY_WINDOW_* */
+	MSG_STOP_ACK,
 };
 
-/* REPLY_WINDOW_BUSY: a passive-target epoch with work open (windows.h): the
- * rank may reach a collective before it ends, where it could not stop. */
+/* REPLY_WINDOW_BUSY: an epoch open on a window that a checkpoint cannot
+ * hold (windows.h): the rank may reach a collective before it ends, where it
+ * could not stop, or wait in it for a peer's MPI_Win_post or
+ * MPI_Win_complete. REPLY_WINDOW_PSCW: one of those is a generalized
+ * active-target epoch (post/start/complete/wait). */
 enum {
 	REPLY_CONVERGED = 1,
 	REPLY_IN_COLLECTIVE = 2,
 	REPLY_IN_UNGATED = 4,
 	REPLY_WINDOW_BUSY = 8,
+	REPLY_WINDOW_PSCW = 16,
 };
 /* Above the bits: the rank's collectives entered and completed, summed. */
 #define REPLY_PROGRESS_SHIFT 8
@@ -56,6 +66,7 @@ struct coord_shared {
 	int bye_ok;
 	uint64_t attempt;
 	uint64_t release; /* MSG_RELEASE received (coord.c, hold_while_level) */
+	uint64_t go;	  /* the attempt MSG_GO was received for */
 	struct coord_target *targets;
 	size_t ntargets, targets_cap;
 	struct oob_msg *out; /* to send, from the program's thread */

@@ -132,7 +132,13 @@ static uint64_t progress(void)
 	uint64_t sum = 0;
 
 	collective_counts_walk(sum_entered, &sum);
-	return sum;
+	return sum + windows_progress();
+}
+
+/* REPLY_WINDOW_* of this rank now. */
+static uint64_t window_bits(void)
+{
+	return (windows_busy() ? REPLY_WINDOW_BUSY : 0) | (windows_pscw() ? REPLY_WINDOW_PSCW : 0);
 }
 
 static void client_handle(const struct oob_msg *m)
@@ -154,8 +160,7 @@ static void client_handle(const struct oob_msg *m)
 		bits =
 		    (coord_converged() ? REPLY_CONVERGED : 0) |
 		    (LOAD(SH.in_collective) || mpi_coll_pending() > 0 ? REPLY_IN_COLLECTIVE : 0) |
-		    (LOAD(SH.in_ungated) ? REPLY_IN_UNGATED : 0) |
-		    (windows_busy() ? REPLY_WINDOW_BUSY : 0) |
+		    (LOAD(SH.in_ungated) ? REPLY_IN_UNGATED : 0) | window_bits() |
 		    progress() << REPLY_PROGRESS_SHIFT;
 		pthread_mutex_unlock(&SH.lock);
 		to_leader(MSG_REPLY, m->a, bits);
@@ -163,7 +168,17 @@ static void client_handle(const struct oob_msg *m)
 	case MSG_STOP:
 		STORE(SH.stop, 1);
 		coord_flag = 1;
+		/* Read after the store: an epoch the program opens from now on
+		 * sees the stop first and is not opened (coord.h). */
+		bits = window_bits();
 		pthread_mutex_lock(&SH.lock);
+		pthread_cond_broadcast(&SH.cond);
+		pthread_mutex_unlock(&SH.lock);
+		to_leader(MSG_STOP_ACK, m->a, bits);
+		break;
+	case MSG_GO:
+		pthread_mutex_lock(&SH.lock);
+		STORE(SH.go, m->a);
 		pthread_cond_broadcast(&SH.cond);
 		pthread_mutex_unlock(&SH.lock);
 		break;
@@ -199,9 +214,13 @@ static void client_handle(const struct oob_msg *m)
 
 /* --- rank 0 --------------------------------------------------------------------------------- */
 
-static enum { L_IDLE, L_GATHER, L_ROUNDS, L_STOPPING } lstate;
+/* L_ACKING: STOP sent, its acknowledgements awaited; L_STOPPING: GO sent. */
+static enum { L_IDLE, L_GATHER, L_ROUNDS, L_ACKING, L_STOPPING } lstate;
 static uint64_t attempt, round_no;
-static int nseq_end, nreplies, ndone, nbye;
+static int nseq_end, nreplies, nacks, ndone, nbye;
+static uint64_t ack_bits;	/* REPLY_WINDOW_* of the acknowledgements, or'ed */
+static int ack_rank;		/* a rank that acknowledged with an epoch open */
+static int64_t refused_ms = -1; /* since when every STOP found an epoch open */
 static bool any_blocked, all_converged, any_inside, any_ungated, any_busy, changed, no_more;
 static int64_t busy_ms = -1; /* since when every round found a window busy */
 static bool busy_said;       /* STASIS_VERBOSE=1 told so, for this wish */
@@ -282,11 +301,25 @@ static void give_up(void)
 	lstate = L_IDLE;
 	wanted_ms = -1;
 	busy_ms = -1;
+	refused_ms = -1;
 	busy_said = false;
 	nabandoned = 0;
 	trigger_checkpoint_done(-1);
 	answer_byes();
 }
+
+static void epoch_skipped(uint64_t bits, int r)
+{
+	pr_warn("checkpoint skipped: %s stayed open on a window of rank %d for %d s",
+		bits & REPLY_WINDOW_PSCW
+		    ? "an epoch of post/start/complete/wait (MPI_Win_post or MPI_Win_start)"
+		    : "a passive-target epoch (MPI_Win_lock, or MPI_Win_lock_all with operations "
+		      "not flushed)",
+		r, WINDOWS_HOLD_SECONDS);
+	give_up();
+}
+
+static void abandon(const char *why);
 
 /* A rank with a passive-target epoch open is not told to stop (it may
  * enter a collective before the epoch ends, and could not stop there): the
@@ -307,20 +340,48 @@ static bool window_held(void)
 	if (busy_ms < 0) {
 		busy_ms = t;
 		if (!busy_said && session_get() && session_get()->cfg.verbose >= 1)
-			fprintf(stderr,
-				"stasis: the checkpoint waits for a passive-target epoch to end "
-				"(MPI_Win_unlock, MPI_Win_flush_all) on rank %d, at most %d s\n",
-				r, WINDOWS_HOLD_SECONDS);
+			fprintf(
+			    stderr,
+			    "stasis: the checkpoint waits for %s to end (%s) on rank %d, at most "
+			    "%d s\n",
+			    reply_of[r] & REPLY_WINDOW_PSCW ? "an epoch of post/start/complete/wait"
+							    : "a passive-target epoch",
+			    reply_of[r] & REPLY_WINDOW_PSCW ? "MPI_Win_complete, MPI_Win_wait"
+							    : "MPI_Win_unlock, MPI_Win_flush_all",
+			    r, WINDOWS_HOLD_SECONDS);
 		busy_said = true;
 		return false;
 	}
 	if (t - busy_ms < WINDOWS_HOLD_SECONDS * 1000)
 		return false;
-	pr_warn("checkpoint skipped: a passive-target epoch (MPI_Win_lock, or MPI_Win_lock_all "
-		"with operations not flushed) stayed open on a window of rank %d for %d s",
-		r, WINDOWS_HOLD_SECONDS);
-	give_up();
+	epoch_skipped(reply_of[r], r);
 	return true;
+}
+
+/* Every rank acknowledged STOP (L_ACKING): GO, or, when a rank had an
+ * epoch open on a window (it opened after it last replied: it may wait in
+ * MPI_Win_complete for a post of a rank that stopped), the attempt given up
+ * and tried again, the ranks going on; the checkpoint skipped once that
+ * went on for WINDOWS_HOLD_SECONDS. */
+static void acknowledged(void)
+{
+	int64_t t = now_ms();
+
+	if (!ack_bits) {
+		lstate = L_STOPPING;
+		ndone = 0;
+		to_all(MSG_GO, attempt, 0);
+		return;
+	}
+	if (refused_ms < 0)
+		refused_ms = t;
+	if (t - refused_ms >= WINDOWS_HOLD_SECONDS * 1000) {
+		epoch_skipped(ack_bits, ack_rank);
+		return;
+	}
+	abandon(ack_bits & REPLY_WINDOW_PSCW
+		    ? "a rank opened an epoch of post/start/complete/wait as the others stopped"
+		    : "a rank opened a passive-target epoch as the others stopped");
 }
 
 /* Let every rank go on: the attempt cannot conclude (STALL_MS). */
@@ -417,13 +478,17 @@ static void leader_handle(const struct oob_msg *m)
 		/* A target raised during the round may have reached a rank after
 		 * it replied: only a round without one decides. */
 		if (all_converged && !any_inside && !any_busy && !changed) {
-			lstate = L_STOPPING;
-			ndone = 0;
+			lstate = L_ACKING;
+			nacks = 0;
+			ack_bits = 0;
 			stop_ms = now_ms();
 			to_all(MSG_STOP, attempt, 0);
-		} else if (now_ms() - moved_ms >= RELEASE_MS * (still_rounds + 1) && !all_converged) {
-			/* Some rank is behind and nobody moves: it waits for one
-			 * held at a gate. Let those go one collective further. */
+		} else if (now_ms() - moved_ms >= RELEASE_MS * (still_rounds + 1) &&
+			   (!all_converged || any_busy)) {
+			/* Some rank is behind, or in an epoch on a window, and
+			 * nobody moves: it waits for one held at a gate (a
+			 * collective's, or an MPI_Win_post's its MPI_Win_complete
+			 * needs). Let those go one call further. */
 			still_rounds++;
 			nreleased++;
 			to_all(MSG_RELEASE, attempt, 0);
@@ -436,6 +501,16 @@ static void leader_handle(const struct oob_msg *m)
 		} else {
 			next_round_ms = now_ms() + ROUND_GAP_MS;
 		}
+		break;
+	case MSG_STOP_ACK:
+		if (lstate != L_ACKING || m->a != attempt)
+			break;
+		if ((m->b & REPLY_WINDOW_BUSY) && m->from < (uint32_t)SH.size) {
+			ack_bits |= m->b;
+			ack_rank = (int)m->from;
+		}
+		if (++nacks == SH.size)
+			acknowledged();
 		break;
 	case MSG_DONE:
 		if (lstate != L_STOPPING || m->a != attempt || ++ndone < SH.size)
@@ -453,6 +528,7 @@ static void leader_handle(const struct oob_msg *m)
 		nabandoned = 0;
 		wanted_ms = -1;
 		busy_ms = -1;
+		refused_ms = -1;
 		busy_said = false;
 		answer_byes();
 		break;

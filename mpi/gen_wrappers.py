@@ -147,6 +147,10 @@ def coord_pre(f, w):
     a loop of Tests: emit_blocking.)"""
     fortran = w.fortran
     w.pre.append("coord_wait_point();" if f.name in TEST_LIKE else "coord_entry();")
+    if "epoch" in f.ann:
+        # Opens an epoch other ranks' calls must meet: where a rank may
+        # stop, before the handles are translated (windows.h).
+        w.pre.append("windows_opening();")
     if "gate" in f.ann:
         # A collective on a file or a window: counted on the communicator
         # stasis keeps for it (mpiio.h, windows.h).
@@ -546,6 +550,11 @@ def kind_hooks(f, w):
         while len(args) < 3:
             args.append("0")
         w.post.append("if %s\n\t\twindows_%s(%s);" % (ok, fields[0], ", ".join(args)))
+    if "epoch" in f.ann:
+        kind = {"access": "WIN_ACCESS", "exposure": "WIN_EXPOSURE"}.get(f.ann["epoch"])
+        if not kind:
+            raise SystemExit("calls.def: MPI_%s: epoch=%s?" % (f.name, f.ann["epoch"]))
+        w.post.append("windows_opened(%s, %s, %s);" % (win_expr(fortran, "win"), ok, kind))
     if "rwait" in f.ann:
         # A request-based RMA operation: completed here (locally, as its
         # wait would), so that no request of a window's outlives the call

@@ -36,12 +36,19 @@ struct win {
 	bool lock_all;	   /* MPI_Win_lock_all epoch open */
 	bool dirty;	   /* operations under lock_all since the last flush_all */
 	bool busy;	   /* counted in nbusy */
+	bool access;	   /* MPI_Win_start'ed, not completed: counted in npscw */
+	bool exposure;	   /* MPI_Win_post'ed, not waited for: counted in npscw */
 	struct win_region *regions;
 	int nregions;
 };
 
 /* Windows with a passive-target epoch a checkpoint cannot hold. */
 static int nbusy;
+/* Generalized active-target epochs open on this rank's windows (access and
+ * exposure each count one), and a call opening one under way: read by the
+ * coordinator thread when STOP comes (coord.h, coord_epoch_gate). */
+static int npscw;
+static uint64_t nsynced; /* epochs of post/start/complete/wait opened and closed */
 static struct timespec hold_since;
 static bool holding;
 
@@ -149,6 +156,67 @@ void windows_flushed_all(MPI_Win v, int unused1, int unused2)
 	}
 }
 
+/* An epoch of post/start/complete/wait closed on a window (its flag). */
+static void pscw_close(bool *epoch)
+{
+	if (*epoch)
+		__atomic_sub_fetch(&npscw, 1, __ATOMIC_SEQ_CST);
+	*epoch = false;
+	__atomic_add_fetch(&nsynced, 1, __ATOMIC_RELAXED);
+}
+
+void windows_opening(void)
+{
+	for (;;) {
+		coord_epoch_gate();
+		/* Others open: this rank's answer to STOP said so (coord.h). */
+		if (__atomic_fetch_add(&npscw, 1, __ATOMIC_SEQ_CST) > 0 || !coord_stopping())
+			return;
+		__atomic_sub_fetch(&npscw, 1, __ATOMIC_SEQ_CST);
+		coord_stop_here();
+	}
+}
+
+void windows_opened(MPI_Win v, int ok, int epoch)
+{
+	struct win *w = ok ? win_of(v) : NULL;
+	bool *flag = w ? (epoch == WIN_ACCESS ? &w->access : &w->exposure) : NULL;
+
+	/* Counted once per window and kind, as MPI allows one of each. */
+	if (!flag || *flag)
+		__atomic_sub_fetch(&npscw, 1, __ATOMIC_SEQ_CST);
+	else
+		*flag = true;
+	__atomic_add_fetch(&nsynced, 1, __ATOMIC_RELAXED);
+}
+
+void windows_completed(MPI_Win v, int unused1, int unused2)
+{
+	struct win *w = win_of(v);
+
+	(void)unused1, (void)unused2;
+	if (w)
+		pscw_close(&w->access);
+}
+
+void windows_waited(MPI_Win v, int unused1, int unused2)
+{
+	struct win *w = win_of(v);
+
+	(void)unused1, (void)unused2;
+	if (w)
+		pscw_close(&w->exposure);
+}
+
+void windows_tested(MPI_Win v, int *flag, int unused)
+{
+	struct win *w = win_of(v);
+
+	(void)unused;
+	if (w && *flag)
+		pscw_close(&w->exposure);
+}
+
 void windows_attached(MPI_Win v, void *base, MPI_Aint size)
 {
 	struct win *w = win_of(v);
@@ -188,11 +256,26 @@ static double since(const struct timespec *t0)
 
 bool windows_busy(void)
 {
-	return __atomic_load_n(&nbusy, __ATOMIC_RELAXED) > 0;
+	return __atomic_load_n(&nbusy, __ATOMIC_RELAXED) > 0 ||
+	       __atomic_load_n(&npscw, __ATOMIC_SEQ_CST) > 0;
+}
+
+bool windows_pscw(void)
+{
+	return __atomic_load_n(&npscw, __ATOMIC_SEQ_CST) > 0;
+}
+
+uint64_t windows_progress(void)
+{
+	return __atomic_load_n(&nsynced, __ATOMIC_RELAXED);
 }
 
 bool windows_hold_stop(void)
 {
+	/* Never stopped inside one: this rank's answer to STOP said it was
+	 * open, and the attempt is given up (coord.h). */
+	if (windows_pscw())
+		return true;
 	if (!nbusy) {
 		holding = false;
 		return false;
@@ -227,7 +310,7 @@ int windows_settle(MPI_Comm comm)
 		if (w->fence && PMPI_Win_fence(0, e->real) != MPI_SUCCESS)
 			unfenced = true; /* not settled: no checkpoint */
 	}
-	ok = nbusy == 0 && !unfenced;
+	ok = nbusy == 0 && npscw == 0 && !unfenced;
 	PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, comm);
 	PMPI_Comm_rank(comm, &rank);
 	if (ok)
@@ -482,6 +565,8 @@ EXPORT int MPI_Win_free(MPI_Win *win)
 			w->locks = 0;
 			w->lock_all = false;
 			update(w);
+			pscw_close(&w->access);
+			pscw_close(&w->exposure);
 			rc = VH_REAL(VH_COMM, MPI_Comm, w->comm);
 			if (PMPI_Comm_free(&rc) == MPI_SUCCESS)
 				mpi_freed(VH_COMM, w->comm);

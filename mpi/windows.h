@@ -22,11 +22,22 @@
  * calls (windows_hold_stop) until the epoch ends. A lock_all with nothing unflushed is made
  * again by the restart.
  *
+ * Generalized active target (post/start/complete/wait) is a pair of
+ * epochs each rank's peers must meet: an origin waits in MPI_Win_complete
+ * (in MPI_Win_start with Open MPI's osc/rdma) for its targets' MPI_Win_post,
+ * a target in MPI_Win_wait for its origins' MPI_Win_complete. A rank held
+ * where it stops while a peer waits there for it would hang the job, so:
+ * an open epoch is busy as a passive one (the leader does not stop the
+ * ranks while one is open); MPI_Win_post and MPI_Win_start are where a
+ * rank waits during an attempt as at a collective's entry, out of every
+ * epoch (windows_opening, coord_epoch_gate), which gives a loop of epochs
+ * a point where all can stop; and an epoch opened after the last round,
+ * as STOP was on its way, is seen by the rank's answer to STOP (coord.h),
+ * on which the attempt is given up and the ranks go on.
+ *
  * Refused, named: MPI_Win_allocate_shared (its memory is one mapping
  * shared by the ranks of a node: saved by each rank, it would come back as
- * private copies), post/start/complete/wait (a rank that stopped before its
- * MPI_Win_post holds up an origin inside MPI_Win_complete, where it cannot
- * stop: a hang).
+ * private copies).
  *
  * Windows made through the Fortran bindings are made by the C wrappers
  * (windows_f.c); attributes cached on windows are snapshot.c's, as those
@@ -54,6 +65,16 @@ void windows_unlocked(MPI_Win v, int unused1, int unused2);
 void windows_locked_all(MPI_Win v, int unused1, int unused2);
 void windows_unlocked_all(MPI_Win v, int unused1, int unused2);
 void windows_flushed_all(MPI_Win v, int unused1, int unused2);
+/* Around MPI_Win_start (WIN_ACCESS) and MPI_Win_post (WIN_EXPOSURE):
+ * windows_opening at the entry, before the program's handles are
+ * translated (a checkpoint may be taken in it, coord_epoch_gate), and
+ * windows_opened after the call, ok when it succeeded. */
+enum { WIN_ACCESS, WIN_EXPOSURE };
+void windows_opening(void);
+void windows_opened(MPI_Win v, int ok, int epoch);
+void windows_completed(MPI_Win v, int unused1, int unused2);
+void windows_waited(MPI_Win v, int unused1, int unused2);
+void windows_tested(MPI_Win v, int *flag, int unused);
 void windows_attached(MPI_Win v, void *base, MPI_Aint size);
 void windows_detached(MPI_Win v, const void *base, int unused);
 
@@ -63,6 +84,12 @@ void windows_detached(MPI_Win v, const void *base, int unused);
  * could enter a collective before the epoch ends (a lock held around an
  * MPI_Allreduce), where it cannot stop. */
 bool windows_busy(void);
+/* An epoch of post/start/complete/wait is open (or opening) on one of this
+ * rank's windows (sequentially consistent: coord.h). */
+bool windows_pscw(void);
+/* Epochs of post/start/complete/wait opened and closed so far: the leader
+ * sees from it that a rank moves. */
+uint64_t windows_progress(void);
 
 /* For the coordinator (coord.h), where a rank would stop: true while a
  * passive-target epoch with work MPI has not completed is open on one of

@@ -19,6 +19,12 @@
  *   long     a long passive-target phase: each step holds an MPI_Win_lock
  *            on the right neighbour for most of its time (a checkpoint asked
  *            for meanwhile waits for the unlock)
+ *   pscw     MPI_Win_create; each step generalized active target: exposed to
+ *            both neighbours (MPI_Win_post), their windows accessed
+ *            (MPI_Win_start), halos put, MPI_Win_complete, MPI_Win_wait (on
+ *            odd steps a loop of MPI_Win_test); no collective in the loop,
+ *            so that no rank waits at one when a checkpoint is asked for
+ *            (with Open MPI's osc/rdma, MPI_Win_start waits for the posts)
  *   shared   MPI_Win_allocate_shared (refused: checkpoints switch off)
  *
  * Output (rank 0, stdout, at the end): one line hashing every step.
@@ -227,6 +233,49 @@ static void dynamic_mode(int n, int iters)
 	free(addr);
 }
 
+static void pscw_mode(int n, int iters)
+{
+	double *a = malloc(((size_t)n + 2) * sizeof(double));
+	int peers[2] = {left, right}, flag;
+	uint64_t mine = HASH_START, *all = malloc(sizeof(uint64_t) * (size_t)size);
+	MPI_Group world, nbrs;
+	MPI_Win win;
+
+	fill(a, n + 2);
+	MPI_Win_create(a, ((MPI_Aint)n + 2) * sizeof(double), sizeof(double), MPI_INFO_NULL,
+		       MPI_COMM_WORLD, &win);
+	MPI_Comm_group(MPI_COMM_WORLD, &world);
+	MPI_Group_incl(world, left == right ? 1 : 2, peers, &nbrs);
+	for (int it = 0; it < iters; it++) {
+		double sum = 0;
+
+		MPI_Win_post(nbrs, 0, win);
+		MPI_Win_start(nbrs, 0, win);
+		MPI_Put(&a[1], 1, MPI_DOUBLE, left, n + 1, 1, MPI_DOUBLE, win);
+		MPI_Put(&a[n], 1, MPI_DOUBLE, right, 0, 1, MPI_DOUBLE, win);
+		MPI_Win_complete(win);
+		if (it % 2) {
+			do
+				MPI_Win_test(win, &flag);
+			while (!flag);
+		} else {
+			MPI_Win_wait(win);
+		}
+		relax(a, 0, n + 2);
+		for (int i = 0; i < n + 2; i++)
+			sum += a[i] * (double)(i % 7 + 1);
+		mine = hash_mix(mine, &sum, sizeof(sum));
+	}
+	MPI_Gather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+	if (rank == 0)
+		hash = hash_mix(hash, all, sizeof(uint64_t) * (size_t)size);
+	MPI_Group_free(&nbrs);
+	MPI_Group_free(&world);
+	MPI_Win_free(&win);
+	free(all);
+	free(a);
+}
+
 static void shared_mode(int n, int iters)
 {
 	double *a;
@@ -274,6 +323,8 @@ int main(int argc, char **argv)
 		lockall_mode(n, iters);
 	else if (!strcmp(mode, "dynamic"))
 		dynamic_mode(n, iters);
+	else if (!strcmp(mode, "pscw"))
+		pscw_mode(n, iters);
 	else if (!strcmp(mode, "shared"))
 		shared_mode(n, iters);
 	else

@@ -7,6 +7,11 @@
 #   long:   at STASIS_VERBOSE=1 the run must also say that a checkpoint
 #           waited for a passive-target epoch to end (one was asked for
 #           inside the lock the program holds most of the time).
+#   pscw:   post/start/complete/wait and nothing else in the loop, asked
+#           for a checkpoint every 0.1 s: killed after 6 commits (a rank
+#           held where it stops while a peer waits in MPI_Win_start or
+#           MPI_Win_complete for its post was a hang: the wait for the
+#           commits fails on it).
 #   Every mode but shared: no checkpoint was skipped (each epoch ends
 #   within a step, so stasis must find a point outside them all).
 #   shared: MPI_Win_allocate_shared is refused: a warning naming it, no
@@ -21,9 +26,16 @@ mode=${1:?usage: windows.sh MODE}
 cr_setup
 # Iterations near the 4 s cr_reference wants on 2 cores (it grows them
 # when short): fewer reference runs.
-declare -A iters=([lock]=12000 [dynamic]=15000 [long]=1000)
-cr_app windows "--$mode" 4000 "${iters[$mode]:-4000}"
-cr_reference
+declare -A iters=([lock]=12000 [dynamic]=15000 [long]=1000 [pscw]=2000 [shared]=8000)
+# pscw: a block long enough that much of a step is outside the epochs,
+# where a round finds no rank in one.
+declare -A sizes=([pscw]=40000)
+# Shorter runs where that is enough: pscw's checkpoints come every 0.1 s;
+# shared's run only has to outlive an interval or two (no checkpoint may
+# come).
+declare -A min_seconds=([pscw]=3 [shared]=2)
+cr_app windows "--$mode" "${sizes[$mode]:-4000}" "${iters[$mode]:-4000}"
+cr_reference "${min_seconds[$mode]:-4}"
 
 if [[ $mode == shared ]]; then
 	cr_run_wait run
@@ -51,8 +63,13 @@ if [[ $mode == shared ]]; then
 fi
 
 [[ $mode == long ]] && export STASIS_VERBOSE=1
+commits=2
+if [[ $mode == pscw ]]; then
+	export STASIS_INTERVAL=0.1
+	commits=6
+fi
 cr_run run
-cr_wait_commits run 2
+cr_wait_commits run "$commits"
 cr_kill run
 newest=$(cr_newest_complete)
 [[ -n $newest ]] || cr_fail "no complete checkpoint on disk after two commits"
@@ -72,4 +89,4 @@ cr_restart restart
 cr_expect_status restart 0
 cr_expect_line restart "resumed from checkpoint $newest\\b" "restart resumed from the newest complete checkpoint ($newest)"
 cr_expect_same restart
-cr_pass "windows --$mode: killed after 2 checkpoints, restarted from $newest, same output"
+cr_pass "windows --$mode: killed after $commits checkpoints, restarted from $newest, same output"
