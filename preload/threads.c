@@ -95,7 +95,6 @@ EXPORT void pthread_exit(void *retval)
 	__builtin_unreachable();
 }
 
-/* Every key is seen, whoever makes it: the caller decides whose it is. */
 /* Who made a key: a function that ends by tail-calling pthread_key_create
  * (HDF5's thread-safety set-up, run by pthread_once) returns to libc, so
  * the first frame out of libc and stasis is the one that asked. Without
@@ -120,6 +119,7 @@ static uintptr_t key_maker(uintptr_t caller)
 	return caller;
 }
 
+/* Every key is seen, whoever makes it: the caller decides whose it is. */
 EXPORT int pthread_key_create(pthread_key_t *key, void (*destructor)(void *))
 {
 	int ret;
