@@ -522,22 +522,33 @@ void maps_save_end(void)
 	save_protect(false);
 }
 
-/* The files of the application libraries, identified once (by the first
- * checkpoint): their crc64 tells a restart whether it loaded the same. */
-#define MAX_OBJECTS 128
+/* The files of the application libraries, each identified once (its
+ * crc64 tells a restart whether it loaded the same file), by the first
+ * checkpoint that sees it: a library the program loads with dlopen() after
+ * a checkpoint belongs in the next one's record (the restart loads it
+ * again, libraries.h, and refuses a library this run has that the record
+ * lacks). The program's libraries are never unloaded (RTLD_NODELETE) and
+ * regions_app_library numbers them in the order they were loaded, so the
+ * libraries not seen yet are the ones past the last seen. As many as
+ * regions.c can hold. */
+#define MAX_OBJECTS 512
 static struct maps_object objects[MAX_OBJECTS];
 static size_t nobjects;
-static bool objects_read;
 
-static void read_objects(void)
+static int read_new_objects(struct why *why)
 {
 	const char *path;
 	uintptr_t base;
 	struct stat st;
 
-	for (int i = 0; nobjects < MAX_OBJECTS && !regions_app_library(i, &path, &base); i++) {
-		struct maps_object *o = &objects[nobjects++];
+	for (int i = (int)nobjects; !regions_app_library(i, &path, &base); i++) {
+		struct maps_object *o;
 
+		if (nobjects == MAX_OBJECTS)
+			return why_set(why, -ENOSPC,
+				       "more than %d application libraries loaded (%s)",
+				       MAX_OBJECTS, path);
+		o = &objects[nobjects++];
 		memset(o, 0, sizeof(*o));
 		o->base = base;
 		snprintf(o->path, sizeof(o->path), "%s", path);
@@ -546,7 +557,7 @@ static void read_objects(void)
 		else
 			o->file_size = st.st_size;
 	}
-	objects_read = true;
+	return 0;
 }
 
 static void *buf;
@@ -558,9 +569,10 @@ int maps_capture(struct image_region *out, struct why *why)
 	size_t need, nranges;
 	struct maps_range *ranges;
 	sigset_t old;
+	int ret = read_new_objects(why);
 
-	if (!objects_read)
-		read_objects();
+	if (ret)
+		return ret;
 	maps_lock(&old);
 	nranges = maps_table.n;
 	need = PAGE_UP(sizeof(*rec) + nobjects * sizeof(struct maps_object) +
