@@ -7,31 +7,22 @@
 #include "runtime.h"
 #include "session.h"
 #include "callbacks.h"
+#include "callbacks_int.h"
 #include "log.h"
 #include "export.h"
 
-static bool quiet;
+bool callbacks_silent;
 
 void callbacks_quiet(bool q)
 {
-	quiet = q;
+	callbacks_silent = q;
 }
-
-/* The program's code runs as the program's: outside every wrapper, so that
- * what it allocates lands in the arena. */
-#define AS_PROGRAM(call)                                                                           \
-	do {                                                                                       \
-		int saved_depth_ = stasis_depth;                                                   \
-		stasis_depth = 0;                                                                  \
-		call;                                                                              \
-		stasis_depth = saved_depth_;                                                       \
-	} while (0)
 
 /* --- slots: one trampoline per distinct program function --------------------- */
 
 static void *op_fns[MPI_OP_SLOTS], *eh_fns[MPI_ERRHANDLER_SLOTS];
 
-static int slot_of(void **fns, int n, void *fn)
+int cb_slot_of(void **fns, int n, void *fn)
 {
 	int i;
 
@@ -44,8 +35,7 @@ static int slot_of(void **fns, int n, void *fn)
 	return i < n ? i : -1;
 }
 
-/* A real handle MPI passes to a callback, as the program knows it. */
-static void *as_virtual(enum vh_kind k, void *real)
+void *cb_as_virtual(enum vh_kind k, void *real)
 {
 	void *v = vh_lookup_real(k, real);
 
@@ -54,28 +44,24 @@ static void *as_virtual(enum vh_kind k, void *real)
 
 void mpi_op_call(int slot, void *in, void *inout, int *len, MPI_Datatype *type)
 {
-	MPI_Datatype t = as_virtual(VH_TYPE, *type);
+	MPI_Datatype t = cb_as_virtual(VH_TYPE, *type);
 
 	AS_PROGRAM(((MPI_User_function *)op_fns[slot])(in, inout, len, &t));
 }
 
 void mpi_errhandler_call(int slot, MPI_Comm *comm, int *code)
 {
-	MPI_Comm c = as_virtual(VH_COMM, *comm);
+	MPI_Comm c = cb_as_virtual(VH_COMM, *comm);
 
-	if (quiet)
+	if (callbacks_silent)
 		return;
 	AS_PROGRAM(((MPI_Comm_errhandler_function *)eh_fns[slot])(&c, code));
 }
 
 /* --- records ------------------------------------------------------------------ */
 
-/* Op: {fortran, fn, commute}; keyval: {which, fortran, copy, delete,
- * extra}; error handler: {which, fortran, fn}. fortran: 0 for C, 1 for the
- * Fortran bindings, FORTRAN_MPI1 for MPI_KEYVAL_CREATE's. */
-#define FORTRAN_MPI1 2
-static struct mpi_record *record(enum vh_kind k, int which, int fortran, void *a, void *b, void *c,
-				 int commute)
+struct mpi_record *cb_record(enum vh_kind k, int which, int fortran, void *a, void *b, void *c,
+			     int commute)
 {
 	struct rec_builder rb = {0};
 
@@ -92,7 +78,7 @@ static struct mpi_record *record(enum vh_kind k, int which, int fortran, void *a
 	return rec_make(k, &rb, fortran ? REC_FORTRAN : 0);
 }
 
-static void *bind(enum vh_kind k, void *real, struct mpi_record *rec, const char *call)
+void *cb_bind(enum vh_kind k, void *real, struct mpi_record *rec, const char *call)
 {
 	void *v = rec ? vh_mint(k, real, 0, rec) : NULL;
 
@@ -109,7 +95,7 @@ static void *bind(enum vh_kind k, void *real, struct mpi_record *rec, const char
 
 static int create_op(MPI_User_function *fn, int commute, MPI_Op *real)
 {
-	int slot = slot_of(op_fns, MPI_OP_SLOTS, (void *)fn);
+	int slot = cb_slot_of(op_fns, MPI_OP_SLOTS, (void *)fn);
 
 	if (slot < 0)
 		return -ENOSPC;
@@ -130,7 +116,7 @@ EXPORT int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
 		session_unsupported("more than 256 distinct MPI_Op_create functions");
 		ret = PMPI_Op_create(fn, commute, op);
 	} else if (!ret) {
-		v = bind(VH_OP, real, record(VH_OP, 0, false, (void *)fn, NULL, NULL, commute),
+		v = cb_bind(VH_OP, real, cb_record(VH_OP, 0, false, (void *)fn, NULL, NULL, commute),
 			 "MPI_Op_create");
 		*op = v ? v : real;
 	} else {
@@ -155,12 +141,12 @@ static int comm_copy(MPI_Comm old, int keyval, void *extra, void *in, void *out,
 	int ret = MPI_SUCCESS;
 
 	(void)keyval;
-	if (quiet || !cb->copy) {
+	if (callbacks_silent || !cb->copy) {
 		*flag = 0;
 		return MPI_SUCCESS;
 	}
 	AS_PROGRAM(ret = ((MPI_Comm_copy_attr_function *)cb->copy)(
-			   as_virtual(VH_COMM, old), cb->keyval, cb->extra, in, out, flag));
+			   cb_as_virtual(VH_COMM, old), cb->keyval, cb->extra, in, out, flag));
 	return ret;
 }
 
@@ -170,9 +156,9 @@ static int comm_delete(MPI_Comm comm, int keyval, void *val, void *extra)
 	int ret = MPI_SUCCESS;
 
 	(void)keyval;
-	if (quiet || !cb->del)
+	if (callbacks_silent || !cb->del)
 		return MPI_SUCCESS;
-	AS_PROGRAM(ret = ((MPI_Comm_delete_attr_function *)cb->del)(as_virtual(VH_COMM, comm),
+	AS_PROGRAM(ret = ((MPI_Comm_delete_attr_function *)cb->del)(cb_as_virtual(VH_COMM, comm),
 								    cb->keyval, val, cb->extra));
 	return ret;
 }
@@ -183,12 +169,12 @@ static int type_copy(MPI_Datatype old, int keyval, void *extra, void *in, void *
 	int ret = MPI_SUCCESS;
 
 	(void)keyval;
-	if (quiet || !cb->copy) {
+	if (callbacks_silent || !cb->copy) {
 		*flag = 0;
 		return MPI_SUCCESS;
 	}
 	AS_PROGRAM(ret = ((MPI_Type_copy_attr_function *)cb->copy)(
-			   as_virtual(VH_TYPE, old), cb->keyval, cb->extra, in, out, flag));
+			   cb_as_virtual(VH_TYPE, old), cb->keyval, cb->extra, in, out, flag));
 	return ret;
 }
 
@@ -198,9 +184,9 @@ static int type_delete(MPI_Datatype type, int keyval, void *val, void *extra)
 	int ret = MPI_SUCCESS;
 
 	(void)keyval;
-	if (quiet || !cb->del)
+	if (callbacks_silent || !cb->del)
 		return MPI_SUCCESS;
-	AS_PROGRAM(ret = ((MPI_Type_delete_attr_function *)cb->del)(as_virtual(VH_TYPE, type),
+	AS_PROGRAM(ret = ((MPI_Type_delete_attr_function *)cb->del)(cb_as_virtual(VH_TYPE, type),
 								    cb->keyval, val, cb->extra));
 	return ret;
 }
@@ -211,12 +197,12 @@ static int win_copy(MPI_Win old, int keyval, void *extra, void *in, void *out, i
 	int ret = MPI_SUCCESS;
 
 	(void)keyval;
-	if (quiet || !cb->copy) {
+	if (callbacks_silent || !cb->copy) {
 		*flag = 0;
 		return MPI_SUCCESS;
 	}
 	AS_PROGRAM(ret = ((MPI_Win_copy_attr_function *)cb->copy)(
-		       as_virtual(VH_WIN, old), cb->keyval, cb->extra, in, out, flag));
+		       cb_as_virtual(VH_WIN, old), cb->keyval, cb->extra, in, out, flag));
 	return ret;
 }
 
@@ -226,9 +212,9 @@ static int win_delete(MPI_Win win, int keyval, void *val, void *extra)
 	int ret = MPI_SUCCESS;
 
 	(void)keyval;
-	if (quiet || !cb->del)
+	if (callbacks_silent || !cb->del)
 		return MPI_SUCCESS;
-	AS_PROGRAM(ret = ((MPI_Win_delete_attr_function *)cb->del)(as_virtual(VH_WIN, win),
+	AS_PROGRAM(ret = ((MPI_Win_delete_attr_function *)cb->del)(cb_as_virtual(VH_WIN, win),
 								   cb->keyval, val, cb->extra));
 	return ret;
 }
@@ -268,10 +254,10 @@ static int keyval_c(enum keyval_which which, void *copy, void *del, int *keyval,
 		free(cb);
 		return MPI_ERR_OTHER;
 	}
-	rec = record(VH_KEYVAL, which, false, copy, del, extra, 0);
+	rec = cb_record(VH_KEYVAL, which, false, copy, del, extra, 0);
 	if (rec)
 		rec->aux = cb;
-	v = bind(VH_KEYVAL, (void *)(intptr_t)real, rec, call);
+	v = cb_bind(VH_KEYVAL, (void *)(intptr_t)real, rec, call);
 	if (!v) {
 		cb->keyval = *keyval = real; /* cb stays: MPI holds it */
 		return MPI_SUCCESS;
@@ -332,15 +318,13 @@ EXPORT int MPI_Keyval_create(MPI_Copy_function *copy, MPI_Delete_function *del, 
 
 /* --- error handlers --------------------------------------------------------------- */
 
-enum eh_which { EH_COMM, EH_WIN, EH_FILE };
-
 static int create_errhandler(enum eh_which which, void *fn, MPI_Errhandler *real)
 {
 	int slot, ret;
 
 	switch (which) {
 	case EH_COMM:
-		slot = slot_of(eh_fns, MPI_ERRHANDLER_SLOTS, fn);
+		slot = cb_slot_of(eh_fns, MPI_ERRHANDLER_SLOTS, fn);
 		if (slot < 0)
 			return -ENOSPC;
 		ret = PMPI_Comm_create_errhandler(mpi_errhandler_trampolines[slot], real);
@@ -366,7 +350,7 @@ static int errhandler_c(enum eh_which which, void *fn, MPI_Errhandler *eh, const
 	}
 	if (ret)
 		return MPI_ERR_OTHER;
-	v = bind(VH_ERRHANDLER, real, record(VH_ERRHANDLER, which, false, fn, NULL, NULL, 0), call);
+	v = cb_bind(VH_ERRHANDLER, real, cb_record(VH_ERRHANDLER, which, false, fn, NULL, NULL, 0), call);
 	*eh = v ? v : real;
 	return MPI_SUCCESS;
 }
@@ -412,136 +396,7 @@ EXPORT int MPI_File_create_errhandler(MPI_File_errhandler_function *fn, MPI_Errh
 	return ret;
 }
 
-/* --- Fortran: passed on to the bindings, recorded, made again through them -- */
-
-typedef void (*fortran_fn)();
-
-static fortran_fn fortran_real(const char *name)
-{
-	return (fortran_fn)stasis_next_symbol(name);
-}
-
-static void fortran_bind(enum vh_kind k, MPI_Fint *out, struct mpi_record *rec,
-			 const char *call)
-{
-	void *real = k == VH_KEYVAL ? (void *)(intptr_t)*out : vh_real_f2c(k, *out);
-	MPI_Fint real_f = *out;
-	void *v = bind(k, real, rec, call);
-	struct vh_entry *e = vh_entry(k, v);
-
-	if (!e)
-		return;
-	e->real_f = real_f;
-	*out = k == VH_KEYVAL ? vh_keyval_value(v) : vh_c2f(k, v);
-}
-
-EXPORT void mpi_op_create_(void *fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierr)
-{
-	stasis_depth++;
-	fortran_real("mpi_op_create_")(fn, commute, op, ierr);
-	if (*ierr == MPI_SUCCESS)
-		fortran_bind(VH_OP, op, record(VH_OP, 0, true, fn, NULL, NULL, *commute),
-			     "MPI_OP_CREATE");
-	stasis_depth--;
-}
-FORTRAN_ALIASES(mpi_op_create, MPI_OP_CREATE)
-
-static void keyval_f(const char *name, enum keyval_which which, void *copy, void *del,
-		     MPI_Fint *keyval, MPI_Aint *extra, MPI_Fint *ierr)
-{
-	stasis_depth++;
-	fortran_real(name)(copy, del, keyval, extra, ierr);
-	if (*ierr == MPI_SUCCESS)
-		fortran_bind(VH_KEYVAL, keyval,
-			     record(VH_KEYVAL, which, true, copy, del, (void *)*extra, 0), name);
-	stasis_depth--;
-}
-
-EXPORT void mpi_comm_create_keyval_(void *copy, void *del, MPI_Fint *keyval, MPI_Aint *extra,
-				    MPI_Fint *ierr)
-{
-	keyval_f("mpi_comm_create_keyval_", KEYVAL_COMM, copy, del, keyval, extra, ierr);
-}
-FORTRAN_ALIASES(mpi_comm_create_keyval, MPI_COMM_CREATE_KEYVAL)
-
-EXPORT void mpi_type_create_keyval_(void *copy, void *del, MPI_Fint *keyval, MPI_Aint *extra,
-				    MPI_Fint *ierr)
-{
-	keyval_f("mpi_type_create_keyval_", KEYVAL_TYPE, copy, del, keyval, extra, ierr);
-}
-FORTRAN_ALIASES(mpi_type_create_keyval, MPI_TYPE_CREATE_KEYVAL)
-
-EXPORT void mpi_win_create_keyval_(void *copy, void *del, MPI_Fint *keyval, MPI_Aint *extra,
-				   MPI_Fint *ierr)
-{
-	keyval_f("mpi_win_create_keyval_", KEYVAL_WIN, copy, del, keyval, extra, ierr);
-}
-FORTRAN_ALIASES(mpi_win_create_keyval, MPI_WIN_CREATE_KEYVAL)
-
-/* MPI_KEYVAL_CREATE: MPI-1's Fortran callbacks take INTEGER attribute
- * values and extra state where MPI_COMM_CREATE_KEYVAL's take address-sized
- * ones: recorded as such (FORTRAN_MPI1) and made again through
- * MPI_KEYVAL_CREATE. The values of attributes are snapshot.c's. */
-EXPORT void mpi_keyval_create_(void *copy, void *del, MPI_Fint *keyval, MPI_Fint *extra,
-			       MPI_Fint *ierr)
-{
-	stasis_depth++;
-	fortran_real("mpi_keyval_create_")(copy, del, keyval, extra, ierr);
-	if (*ierr == MPI_SUCCESS)
-		fortran_bind(VH_KEYVAL, keyval,
-			     record(VH_KEYVAL, KEYVAL_COMM, FORTRAN_MPI1, copy, del,
-				    (void *)(intptr_t)*extra, 0),
-			     "MPI_KEYVAL_CREATE");
-	stasis_depth--;
-}
-FORTRAN_ALIASES(mpi_keyval_create, MPI_KEYVAL_CREATE)
-
-static const char *const eh_fortran[] = {"mpi_comm_create_errhandler_",
-					  "mpi_win_create_errhandler_",
-					  "mpi_file_create_errhandler_"};
-
-static void errhandler_f(enum eh_which which, void *fn, MPI_Fint *eh, MPI_Fint *ierr)
-{
-	stasis_depth++;
-	fortran_real(eh_fortran[which])(fn, eh, ierr);
-	if (*ierr == MPI_SUCCESS)
-		fortran_bind(VH_ERRHANDLER, eh,
-			     record(VH_ERRHANDLER, which, true, fn, NULL, NULL, 0),
-			     eh_fortran[which]);
-	stasis_depth--;
-}
-
-EXPORT void mpi_comm_create_errhandler_(void *fn, MPI_Fint *eh, MPI_Fint *ierr)
-{
-	errhandler_f(EH_COMM, fn, eh, ierr);
-}
-FORTRAN_ALIASES(mpi_comm_create_errhandler, MPI_COMM_CREATE_ERRHANDLER)
-
-/* MPI_ERRHANDLER_CREATE: what MPI_COMM_CREATE_ERRHANDLER does, recorded
- * and made again as that. */
-EXPORT void mpi_errhandler_create_(void *fn, MPI_Fint *eh, MPI_Fint *ierr)
-{
-	errhandler_f(EH_COMM, fn, eh, ierr);
-}
-FORTRAN_ALIASES(mpi_errhandler_create, MPI_ERRHANDLER_CREATE)
-
-EXPORT void mpi_win_create_errhandler_(void *fn, MPI_Fint *eh, MPI_Fint *ierr)
-{
-	errhandler_f(EH_WIN, fn, eh, ierr);
-}
-FORTRAN_ALIASES(mpi_win_create_errhandler, MPI_WIN_CREATE_ERRHANDLER)
-
-EXPORT void mpi_file_create_errhandler_(void *fn, MPI_Fint *eh, MPI_Fint *ierr)
-{
-	errhandler_f(EH_FILE, fn, eh, ierr);
-}
-FORTRAN_ALIASES(mpi_file_create_errhandler, MPI_FILE_CREATE_ERRHANDLER)
-
 /* --- replay ------------------------------------------------------------------------ */
-
-static const char *const keyval_fortran[] = {"mpi_comm_create_keyval_",
-					      "mpi_type_create_keyval_",
-					      "mpi_win_create_keyval_"};
 
 int callbacks_replay(struct mpi_record *rec, void **real)
 {
@@ -549,7 +404,6 @@ int callbacks_replay(struct mpi_record *rec, void **real)
 	int which = rec->kind == VH_OP ? 0 : recread_int(&r), fortran = recread_int(&r),
 	    commute = 0;
 	void *fn = (void *)(uintptr_t)recread_u64(&r), *b = NULL, *c = NULL;
-	MPI_Fint out = 0, ierr = MPI_SUCCESS;
 	int ret = 0, iout;
 
 	if (rec->kind == VH_OP)
@@ -558,58 +412,37 @@ int callbacks_replay(struct mpi_record *rec, void **real)
 		b = (void *)(uintptr_t)recread_u64(&r);
 		c = (void *)(uintptr_t)recread_u64(&r);
 	}
-	if (r.bad || which < 0 || which > 2)
+	if (r.bad || which < 0 || which > 2 || fortran < 0 || fortran > FORTRAN_MPI1)
 		return -EBADMSG;
+	if (fortran)
+		return callbacks_f_replay(rec, which, fortran, fn, b, c, commute, real);
 	switch (rec->kind) {
 	case VH_OP:
-		if (fortran) {
-			MPI_Fint fc = commute;
-
-			fortran_real("mpi_op_create_")(fn, &fc, &out, &ierr);
-			*real = PMPI_Op_f2c(out);
-		} else {
-			ret = create_op(fn, commute, (MPI_Op *)real);
-		}
+		ret = create_op(fn, commute, (MPI_Op *)real);
 		break;
-	case VH_KEYVAL:
-		if (fortran == FORTRAN_MPI1) {
-			MPI_Fint extra = (MPI_Fint)(intptr_t)c;
+	case VH_KEYVAL: {
+		struct keyval_cb *cb = malloc(sizeof(*cb));
 
-			fortran_real("mpi_keyval_create_")(fn, b, &out, &extra, &ierr);
-			*real = (void *)(intptr_t)out;
-		} else if (fortran) {
-			MPI_Aint extra = (MPI_Aint)c;
-
-			fortran_real(keyval_fortran[which])(fn, b, &out, &extra, &ierr);
-			*real = (void *)(intptr_t)out;
-		} else {
-			struct keyval_cb *cb = malloc(sizeof(*cb));
-
-			if (!cb)
-				return -ENOMEM;
-			*cb = (struct keyval_cb){fn, b, c, VH_FBASE + (int)rec->index};
-			ret = create_keyval(which, cb, &iout);
-			if (ret) {
-				free(cb);
-				break;
-			}
-			free(rec->aux);
-			rec->aux = cb;
-			*real = (void *)(intptr_t)iout;
+		if (!cb)
+			return -ENOMEM;
+		*cb = (struct keyval_cb){fn, b, c, VH_FBASE + (int)rec->index};
+		ret = create_keyval(which, cb, &iout);
+		if (ret) {
+			free(cb);
+			break;
 		}
+		free(rec->aux);
+		rec->aux = cb;
+		*real = (void *)(intptr_t)iout;
 		break;
+	}
 	case VH_ERRHANDLER:
-		if (fortran) {
-			fortran_real(eh_fortran[which])(fn, &out, &ierr);
-			*real = PMPI_Errhandler_f2c(out);
-		} else {
-			ret = create_errhandler(which, fn, (MPI_Errhandler *)real);
-		}
+		ret = create_errhandler(which, fn, (MPI_Errhandler *)real);
 		break;
 	default:
 		return -EINVAL;
 	}
-	return ret ? ret : ierr == MPI_SUCCESS ? 0 : -EINVAL;
+	return ret;
 }
 
 enum keyval_which callbacks_keyval_which(const struct mpi_record *rec)

@@ -6,9 +6,9 @@
  * program's memory is not back yet. Records keep the program's function
  * pointers: code does not move with randomisation off.
  *
- * Objects made through the Fortran bindings are passed on to them as they
- * are and made again through them at restart (their callbacks then see
- * real Fortran handles: translating those is left for later). */
+ * Objects made through the Fortran bindings (mpif.h, use mpi, mpi_f08) are
+ * made through them too, with Fortran trampolines (callbacks_f.c) that
+ * hand the program's Fortran functions their virtual INTEGER handles. */
 #ifndef STASIS_MPI_CALLBACKS_H
 #define STASIS_MPI_CALLBACKS_H
 
@@ -35,6 +35,14 @@ extern MPI_User_function *const mpi_op_trampolines[MPI_OP_SLOTS];
 extern MPI_Comm_errhandler_function *const mpi_errhandler_trampolines[MPI_ERRHANDLER_SLOTS];
 void mpi_op_call(int slot, void *in, void *inout, int *len, MPI_Datatype *type);
 void mpi_errhandler_call(int slot, MPI_Comm *comm, int *code);
+/* The same for Fortran functions: every argument by reference, handles as
+ * INTEGERs (what Open MPI calls a Fortran op or error handler with). */
+typedef void mpi_fortran_op_fn(void *in, void *inout, MPI_Fint *len, MPI_Fint *type);
+typedef void mpi_fortran_eh_fn(MPI_Fint *comm, MPI_Fint *code, ...);
+extern mpi_fortran_op_fn *const mpi_fop_trampolines[MPI_OP_SLOTS];
+extern mpi_fortran_eh_fn *const mpi_feh_trampolines[MPI_ERRHANDLER_SLOTS];
+void mpi_fop_call(int slot, void *in, void *inout, MPI_Fint *len, MPI_Fint *type);
+void mpi_feh_call(int slot, MPI_Fint *comm, MPI_Fint *code);
 
 /* Values of predefined attributes (MPI_TAG_UB, ...) as pointers that stay
  * valid across a restart; read once after MPI_Init. */

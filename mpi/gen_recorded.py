@@ -94,19 +94,31 @@ def emit_recorded(funcs):
     return "".join(out)
 
 
-def emit_trampolines():
-    out = ["\n/* --- trampolines: one per slot (callbacks.h) ------------------------------ */\n"]
-    for i in range(OP_SLOTS):
-        out.append("static void op_%d(void *a, void *b, int *n, MPI_Datatype *t)\n"
-                   "{\n\tmpi_op_call(%d, a, b, n, t);\n}\n" % (i, i))
-    out.append("\nMPI_User_function *const mpi_op_trampolines[MPI_OP_SLOTS] = {\n" +
-               "".join("\top_%d,\n" % i for i in range(OP_SLOTS)) + "};\n")
-    for i in range(ERRHANDLER_SLOTS):
-        out.append("static void eh_%d(MPI_Comm *c, int *e, ...)\n"
-                   "{\n\tmpi_errhandler_call(%d, c, e);\n}\n" % (i, i))
-    out.append("\nMPI_Comm_errhandler_function *const mpi_errhandler_trampolines[MPI_ERRHANDLER_SLOTS] = {\n" +
-               "".join("\teh_%d,\n" % i for i in range(ERRHANDLER_SLOTS)) + "};\n")
+def trampoline_set(name, params, args, call, array_type, array, slots):
+    """slots functions name_<i>(params) calling call(i, args), and the array
+    of them (sized by the macro of callbacks.h)."""
+    macro = {OP_SLOTS: "MPI_OP_SLOTS", ERRHANDLER_SLOTS: "MPI_ERRHANDLER_SLOTS"}[slots]
+    out = ["static void %s_%d(%s)\n{\n\t%s(%d, %s);\n}\n" % (name, i, params, call, i, args)
+           for i in range(slots)]
+    out.append("\n%s *const %s[%s] = {\n" % (array_type, array, macro) +
+               "".join("\t%s_%d,\n" % (name, i) for i in range(slots)) + "};\n")
     return "".join(out)
+
+
+def emit_trampolines():
+    return "".join([
+        "\n/* --- trampolines: one per slot (callbacks.h) ------------------------------ */\n",
+        trampoline_set("op", "void *a, void *b, int *n, MPI_Datatype *t", "a, b, n, t",
+                       "mpi_op_call", "MPI_User_function", "mpi_op_trampolines", OP_SLOTS),
+        trampoline_set("eh", "MPI_Comm *c, int *e, ...", "c, e", "mpi_errhandler_call",
+                       "MPI_Comm_errhandler_function", "mpi_errhandler_trampolines",
+                       ERRHANDLER_SLOTS),
+        # The Fortran bindings' (callbacks_f.c): every argument by reference.
+        trampoline_set("fop", "void *a, void *b, MPI_Fint *n, MPI_Fint *t", "a, b, n, t",
+                       "mpi_fop_call", "mpi_fortran_op_fn", "mpi_fop_trampolines", OP_SLOTS),
+        trampoline_set("feh", "MPI_Fint *c, MPI_Fint *e, ...", "c, e", "mpi_feh_call",
+                       "mpi_fortran_eh_fn", "mpi_feh_trampolines", ERRHANDLER_SLOTS),
+    ])
 
 
 def write_recorders_h(path, ordered):

@@ -50,6 +50,7 @@ cr_default_args() {
 	wtime) echo "4096 4000" ;;
 	mpi1) echo "4096 40000" ;;
 	f08solve) echo "96 28000" ;;
+	fcallbacks) echo "64 20000" ;;
 	protected_io) echo "16384 4000" ;;
 	segv_handler) echo "131072 6000" ;;
 	alarm) echo "4096 3000" ;;
