@@ -1,8 +1,9 @@
 /* The calls that make, duplicate and close descriptors, seen for the
  * program's descriptors (process/fds.h): a descriptor is the program's when
- * for_application_main_thread() says so (interpose.h): stasis is active,
- * the call comes from application code (the executable, its libraries,
- * libc on its behalf) on the main thread outside every stasis wrapper.
+ * for_application_fds() says so (interpose.h): stasis is active, the call
+ * comes from application code (the executable, its libraries, libc on its
+ * behalf) on the main thread or an application thread, outside every
+ * stasis wrapper.
  * Everything else (the MPI library, its threads, stasis itself) passes
  * straight through.
  *
@@ -73,7 +74,7 @@ EXPORT int open(const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
 	REAL(open);
-	if (!for_application_main_thread(CALLER))
+	if (!for_application_fds(CALLER))
 		return real(path, flags, mode);
 	flags = restart_flags(flags);
 	return fds_opened(real(path, flags, mode), flags, "open()");
@@ -83,7 +84,7 @@ EXPORT int open64(const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
 	REAL(open64);
-	if (!for_application_main_thread(CALLER))
+	if (!for_application_fds(CALLER))
 		return real(path, flags, mode);
 	flags = restart_flags(flags);
 	return fds_opened(real(path, flags, mode), flags, "open()");
@@ -93,7 +94,7 @@ EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
 	REAL(openat);
-	if (!for_application_main_thread(CALLER))
+	if (!for_application_fds(CALLER))
 		return real(dirfd, path, flags, mode);
 	flags = restart_flags(flags);
 	return fds_opened(real(dirfd, path, flags, mode), flags, "openat()");
@@ -103,7 +104,7 @@ EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
 	REAL(openat64);
-	if (!for_application_main_thread(CALLER))
+	if (!for_application_fds(CALLER))
 		return real(dirfd, path, flags, mode);
 	flags = restart_flags(flags);
 	return fds_opened(real(dirfd, path, flags, mode), flags, "openat()");
@@ -118,7 +119,7 @@ extern int __openat64_2(int dirfd, const char *path, int flags);
 EXPORT int __open_2(const char *path, int flags)
 {
 	REAL(__open_2);
-	if (!for_application_main_thread(CALLER))
+	if (!for_application_fds(CALLER))
 		return real(path, flags);
 	flags = restart_flags(flags);
 	return fds_opened(real(path, flags), flags, "open()");
@@ -127,7 +128,7 @@ EXPORT int __open_2(const char *path, int flags)
 EXPORT int __open64_2(const char *path, int flags)
 {
 	REAL(__open64_2);
-	if (!for_application_main_thread(CALLER))
+	if (!for_application_fds(CALLER))
 		return real(path, flags);
 	flags = restart_flags(flags);
 	return fds_opened(real(path, flags), flags, "open()");
@@ -136,7 +137,7 @@ EXPORT int __open64_2(const char *path, int flags)
 EXPORT int __openat_2(int dirfd, const char *path, int flags)
 {
 	REAL(__openat_2);
-	if (!for_application_main_thread(CALLER))
+	if (!for_application_fds(CALLER))
 		return real(dirfd, path, flags);
 	flags = restart_flags(flags);
 	return fds_opened(real(dirfd, path, flags), flags, "openat()");
@@ -145,7 +146,7 @@ EXPORT int __openat_2(int dirfd, const char *path, int flags)
 EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 {
 	REAL(__openat64_2);
-	if (!for_application_main_thread(CALLER))
+	if (!for_application_fds(CALLER))
 		return real(dirfd, path, flags);
 	flags = restart_flags(flags);
 	return fds_opened(real(dirfd, path, flags), flags, "openat()");
@@ -156,7 +157,7 @@ EXPORT int creat(const char *path, mode_t mode)
 	REAL(open);
 	int flags = O_CREAT | O_WRONLY | O_TRUNC;
 
-	if (!for_application_main_thread(CALLER))
+	if (!for_application_fds(CALLER))
 		return real(path, flags, mode);
 	flags = restart_flags(flags);
 	return fds_opened(real(path, flags, mode), flags, "creat()");
@@ -205,7 +206,7 @@ static FILE *open_stream(FILE *(*real)(const char *, const char *), const char *
 EXPORT FILE *fopen(const char *path, const char *mode)
 {
 	REAL(fopen);
-	if (!for_application_main_thread(CALLER))
+	if (!for_application_fds(CALLER))
 		return real(path, mode);
 	return open_stream(real, path, mode, "fopen()");
 }
@@ -213,7 +214,7 @@ EXPORT FILE *fopen(const char *path, const char *mode)
 EXPORT FILE *fopen64(const char *path, const char *mode)
 {
 	REAL(fopen64);
-	if (!for_application_main_thread(CALLER))
+	if (!for_application_fds(CALLER))
 		return real(path, mode);
 	return open_stream(real, path, mode, "fopen()");
 }
@@ -246,7 +247,7 @@ static FILE *reopen_stream(FILE *(*real)(const char *, const char *, FILE *), co
 EXPORT FILE *freopen(const char *path, const char *mode, FILE *fp)
 {
 	REAL(freopen);
-	if (!for_application_main_thread(CALLER))
+	if (!for_application_fds(CALLER))
 		return real(path, mode, fp);
 	return reopen_stream(real, path, mode, fp);
 }
@@ -254,7 +255,7 @@ EXPORT FILE *freopen(const char *path, const char *mode, FILE *fp)
 EXPORT FILE *freopen64(const char *path, const char *mode, FILE *fp)
 {
 	REAL(freopen64);
-	if (!for_application_main_thread(CALLER))
+	if (!for_application_fds(CALLER))
 		return real(path, mode, fp);
 	return reopen_stream(real, path, mode, fp);
 }
@@ -262,7 +263,7 @@ EXPORT FILE *freopen64(const char *path, const char *mode, FILE *fp)
 EXPORT FILE *tmpfile(void)
 {
 	REAL(tmpfile);
-	if (!for_application_main_thread(CALLER))
+	if (!for_application_fds(CALLER))
 		return real();
 	return adopt_stream(real(), "tmpfile()");
 }
@@ -270,7 +271,7 @@ EXPORT FILE *tmpfile(void)
 EXPORT FILE *tmpfile64(void)
 {
 	REAL(tmpfile64);
-	if (!for_application_main_thread(CALLER))
+	if (!for_application_fds(CALLER))
 		return real();
 	return adopt_stream(real(), "tmpfile()");
 }
@@ -280,7 +281,7 @@ EXPORT int fclose(FILE *fp)
 	REAL(fclose);
 	/* libc closes the descriptor itself: the number gets its placeholder
 	 * first, libc closes a duplicate. */
-	if (fp && for_application_main_thread(CALLER))
+	if (fp && for_application_fds(CALLER))
 		fp->_fileno = fds_release(fp->_fileno);
 	return real(fp);
 }
@@ -291,7 +292,7 @@ EXPORT int fcloseall(void)
 	int n = 0, ret;
 
 	REAL(fcloseall);
-	if (!for_application_main_thread(CALLER))
+	if (!for_application_fds(CALLER))
 		return real();
 	for (int fd = 3; fd < fds_range(); fd++)
 		if (fds_slot(fd)->state == SLOT_PROGRAM)
@@ -307,7 +308,7 @@ EXPORT FILE *popen(const char *command, const char *type)
 	REAL(popen);
 	FILE *fp = real(command, type);
 
-	if (fp && for_application_main_thread(CALLER))
+	if (fp && for_application_fds(CALLER))
 		fds_refuse("popen() (a pipe to another process)");
 	return fp;
 }
@@ -325,7 +326,7 @@ EXPORT DIR *opendir(const char *path)
 	REAL(opendir);
 	DIR *d = real(path);
 
-	if (d && for_application_main_thread(CALLER))
+	if (d && for_application_fds(CALLER))
 		set_dir_fd(d, fds_opened(dirfd(d), O_DIRECTORY, "opendir()"));
 	return d;
 }
@@ -333,7 +334,7 @@ EXPORT DIR *opendir(const char *path)
 EXPORT int closedir(DIR *d)
 {
 	REAL(closedir);
-	if (for_application_main_thread(CALLER))
+	if (for_application_fds(CALLER))
 		set_dir_fd(d, fds_release(dirfd(d)));
 	return real(d);
 }
@@ -343,7 +344,7 @@ EXPORT int mkstemp(char *tmpl)
 	REAL(mkstemp);
 	int fd = real(tmpl);
 
-	return for_application_main_thread(CALLER) ? fds_opened(fd, 0, "mkstemp()") : fd;
+	return for_application_fds(CALLER) ? fds_opened(fd, 0, "mkstemp()") : fd;
 }
 
 EXPORT int mkstemp64(char *tmpl) __attribute__((alias("mkstemp")));
@@ -353,7 +354,7 @@ EXPORT int mkostemp(char *tmpl, int flags)
 	REAL(mkostemp);
 	int fd = real(tmpl, flags);
 
-	return for_application_main_thread(CALLER) ? fds_opened(fd, flags, "mkostemp()") : fd;
+	return for_application_fds(CALLER) ? fds_opened(fd, flags, "mkostemp()") : fd;
 }
 
 EXPORT int mkostemp64(char *tmpl, int flags) __attribute__((alias("mkostemp")));
@@ -363,7 +364,7 @@ EXPORT int mkstemps(char *tmpl, int suffixlen)
 	REAL(mkstemps);
 	int fd = real(tmpl, suffixlen);
 
-	return for_application_main_thread(CALLER) ? fds_opened(fd, 0, "mkstemps()") : fd;
+	return for_application_fds(CALLER) ? fds_opened(fd, 0, "mkstemps()") : fd;
 }
 
 EXPORT int mkstemps64(char *tmpl, int suffixlen) __attribute__((alias("mkstemps")));
@@ -373,7 +374,7 @@ EXPORT int mkostemps(char *tmpl, int suffixlen, int flags)
 	REAL(mkostemps);
 	int fd = real(tmpl, suffixlen, flags);
 
-	return for_application_main_thread(CALLER) ? fds_opened(fd, flags, "mkostemps()") : fd;
+	return for_application_fds(CALLER) ? fds_opened(fd, flags, "mkostemps()") : fd;
 }
 
 EXPORT int mkostemps64(char *tmpl, int suffixlen, int flags) __attribute__((alias("mkostemps")));
@@ -385,13 +386,13 @@ EXPORT int dup(int oldfd)
 	REAL(dup);
 	int fd = real(oldfd);
 
-	return for_application_main_thread(CALLER) ? fds_duplicated(oldfd, fd, 3, "dup()") : fd;
+	return for_application_fds(CALLER) ? fds_duplicated(oldfd, fd, 3, "dup()") : fd;
 }
 
 EXPORT int dup2(int oldfd, int newfd)
 {
 	REAL(dup2);
-	bool program = for_application_main_thread(CALLER);
+	bool program = for_application_fds(CALLER);
 	int fd;
 
 	if (program)
@@ -405,7 +406,7 @@ EXPORT int dup2(int oldfd, int newfd)
 EXPORT int dup3(int oldfd, int newfd, int flags)
 {
 	REAL(dup3);
-	bool program = for_application_main_thread(CALLER);
+	bool program = for_application_fds(CALLER);
 	int fd;
 
 	if (program)
@@ -421,7 +422,7 @@ static int fcntl_common(int (*real)(int, int, ...), uintptr_t caller, int fd, in
 	int ret = real(fd, cmd, arg);
 
 	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && ret >= 0 &&
-	    for_application_main_thread(caller))
+	    for_application_fds(caller))
 		return fds_duplicated(fd, ret, (int)(intptr_t)arg, "fcntl(F_DUPFD)");
 	return ret;
 }
@@ -456,7 +457,7 @@ EXPORT int close(int fd)
 	REAL(close);
 	int ret;
 
-	if (in_range(fd) && for_application_main_thread(CALLER) && fds_close(fd, &ret))
+	if (in_range(fd) && for_application_fds(CALLER) && fds_close(fd, &ret))
 		return ret;
 	return real(fd);
 }
@@ -467,7 +468,7 @@ EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 	unsigned int range = (unsigned int)fds_range();
 	int ret;
 
-	if ((flags & CLOSE_RANGE_CLOEXEC) || first >= range || !for_application_main_thread(CALLER))
+	if ((flags & CLOSE_RANGE_CLOEXEC) || first >= range || !for_application_fds(CALLER))
 		return real(first, last, flags);
 	for (unsigned int fd = first; fd <= last && fd < range; fd++)
 		if (fd < 3 || !fds_close((int)fd, &ret))
@@ -484,7 +485,7 @@ EXPORT void closefrom(int lowfd)
 
 #define REFUSE_IF_MADE(ok, what)                                                                   \
 	do {                                                                                       \
-		if ((ok) && for_application_main_thread(CALLER))                                   \
+		if ((ok) && for_application_fds(CALLER))                                   \
 			fds_refuse(what);                                                          \
 	} while (0)
 
@@ -492,7 +493,7 @@ EXPORT void closefrom(int lowfd)
  * like a file. */
 #define PLACE_IF_MADE(ok, fd, call)                                                                \
 	do {                                                                                       \
-		if ((ok) && for_application_main_thread(CALLER))                                   \
+		if ((ok) && for_application_fds(CALLER))                                   \
 			(fd) = fds_made((fd), call);                                               \
 	} while (0)
 
@@ -530,7 +531,7 @@ EXPORT int socketpair(int domain, int type, int protocol, int sv[2])
 	REAL(socketpair);
 	int ret = real(domain, type, protocol, sv);
 
-	if (ret || !for_application_main_thread(CALLER))
+	if (ret || !for_application_fds(CALLER))
 		return ret;
 	if (domain != AF_UNIX) {
 		fds_refuse("a pair of sockets of domain %d (socketpair())", domain);
@@ -626,7 +627,7 @@ EXPORT int inotify_add_watch(int fd, const char *path, uint32_t mask)
 	REAL(inotify_add_watch);
 	int wd = real(fd, path, mask);
 
-	if (wd >= 0 && path && for_application_main_thread(CALLER))
+	if (wd >= 0 && path && for_application_fds(CALLER))
 		fds_inotify_added(fd, wd, path, mask);
 	return wd;
 }

@@ -36,10 +36,10 @@
  * even an allocation made before libstasis.so's constructor lands in the
  * arena.
  *
- * for_application_main_thread(): descriptors (files.c, writes.c). Only the
- * main thread's calls count: the descriptor table of process/fds.h has no
- * lock and is touched by the main thread only. Nothing is set up here:
- * before stasis is loaded (stasis_active false) a call passes through. */
+ * for_application_fds(): descriptors (files.c, writes.c): the main
+ * thread's and the application's threads' calls (process/fds.h locks its
+ * table for them). Nothing is set up here: before stasis is loaded
+ * (stasis_active false) a call passes through. */
 static inline bool for_application(uintptr_t caller)
 {
 	if (__builtin_expect(!stasis_loaded, 0))
@@ -48,10 +48,10 @@ static inline bool for_application(uintptr_t caller)
 	       (stasis_app_thread || stasis_on_main_thread()) && regions_app_code(caller);
 }
 
-static inline bool for_application_main_thread(uintptr_t caller)
+static inline bool for_application_fds(uintptr_t caller)
 {
-	return __builtin_expect(stasis_active, 0) && stasis_depth == 0 && stasis_on_main_thread() &&
-	       regions_app_code(caller);
+	return __builtin_expect(stasis_active, 0) && stasis_depth == 0 &&
+	       (stasis_app_thread || stasis_on_main_thread()) && regions_app_code(caller);
 }
 
 #endif

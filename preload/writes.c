@@ -30,7 +30,7 @@ EXPORT int fseek(FILE *fp, long offset, int whence)
 	REAL(fseek);
 	int ret = real(fp, offset, whence);
 
-	if (!ret && fds_watching() && for_application_main_thread(CALLER))
+	if (!ret && fds_watching() && for_application_fds(CALLER))
 		fds_stream_positioned(fp);
 	return ret;
 }
@@ -40,7 +40,7 @@ EXPORT int fseeko(FILE *fp, off_t offset, int whence)
 	REAL(fseeko);
 	int ret = real(fp, offset, whence);
 
-	if (!ret && fds_watching() && for_application_main_thread(CALLER))
+	if (!ret && fds_watching() && for_application_fds(CALLER))
 		fds_stream_positioned(fp);
 	return ret;
 }
@@ -50,7 +50,7 @@ EXPORT int fseeko64(FILE *fp, off64_t offset, int whence)
 	REAL(fseeko64);
 	int ret = real(fp, offset, whence);
 
-	if (!ret && fds_watching() && for_application_main_thread(CALLER))
+	if (!ret && fds_watching() && for_application_fds(CALLER))
 		fds_stream_positioned(fp);
 	return ret;
 }
@@ -60,7 +60,7 @@ EXPORT int fsetpos(FILE *fp, const fpos_t *pos)
 	REAL(fsetpos);
 	int ret = real(fp, pos);
 
-	if (!ret && fds_watching() && for_application_main_thread(CALLER))
+	if (!ret && fds_watching() && for_application_fds(CALLER))
 		fds_stream_positioned(fp);
 	return ret;
 }
@@ -70,7 +70,7 @@ EXPORT int fsetpos64(FILE *fp, const fpos64_t *pos)
 	REAL(fsetpos64);
 	int ret = real(fp, pos);
 
-	if (!ret && fds_watching() && for_application_main_thread(CALLER))
+	if (!ret && fds_watching() && for_application_fds(CALLER))
 		fds_stream_positioned(fp);
 	return ret;
 }
@@ -79,7 +79,7 @@ EXPORT void rewind(FILE *fp)
 {
 	REAL(rewind);
 	real(fp);
-	if (fds_watching() && for_application_main_thread(CALLER))
+	if (fds_watching() && for_application_fds(CALLER))
 		fds_stream_positioned(fp);
 }
 
@@ -87,7 +87,7 @@ EXPORT void rewind(FILE *fp)
 
 #define WILL_WRITE(fd, offset, len)                                                                \
 	do {                                                                                       \
-		if (in_range(fd) && for_application_main_thread(CALLER))                           \
+		if (in_range(fd) && for_application_fds(CALLER))                           \
 			fds_will_write(fd, offset, len);                                           \
 	} while (0)
 
@@ -181,7 +181,7 @@ EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t count)
 EXPORT int ftruncate(int fd, off_t length)
 {
 	REAL(ftruncate);
-	if (in_range(fd) && for_application_main_thread(CALLER))
+	if (in_range(fd) && for_application_fds(CALLER))
 		fds_will_cut(fd, length);
 	return real(fd, length);
 }
@@ -189,7 +189,7 @@ EXPORT int ftruncate(int fd, off_t length)
 EXPORT int ftruncate64(int fd, off64_t length)
 {
 	REAL(ftruncate64);
-	if (in_range(fd) && for_application_main_thread(CALLER))
+	if (in_range(fd) && for_application_fds(CALLER))
 		fds_will_cut(fd, length);
 	return real(fd, length);
 }
@@ -197,7 +197,7 @@ EXPORT int ftruncate64(int fd, off64_t length)
 EXPORT int truncate(const char *path, off_t length)
 {
 	REAL(truncate);
-	if (for_application_main_thread(CALLER))
+	if (for_application_fds(CALLER))
 		fds_will_cut_path(path, length);
 	return real(path, length);
 }
@@ -205,7 +205,7 @@ EXPORT int truncate(const char *path, off_t length)
 EXPORT int truncate64(const char *path, off64_t length)
 {
 	REAL(truncate64);
-	if (for_application_main_thread(CALLER))
+	if (for_application_fds(CALLER))
 		fds_will_cut_path(path, length);
 	return real(path, length);
 }
@@ -216,7 +216,7 @@ EXPORT int truncate64(const char *path, off64_t length)
 EXPORT int fallocate(int fd, int mode, off_t offset, off_t len)
 {
 	REAL(fallocate);
-	if ((mode & FALLOC_CHANGES) && in_range(fd) && for_application_main_thread(CALLER))
+	if ((mode & FALLOC_CHANGES) && in_range(fd) && for_application_fds(CALLER))
 		fds_will_cut(fd, offset);
 	return real(fd, mode, offset, len);
 }
@@ -224,7 +224,7 @@ EXPORT int fallocate(int fd, int mode, off_t offset, off_t len)
 EXPORT int fallocate64(int fd, int mode, off64_t offset, off64_t len)
 {
 	REAL(fallocate64);
-	if ((mode & FALLOC_CHANGES) && in_range(fd) && for_application_main_thread(CALLER))
+	if ((mode & FALLOC_CHANGES) && in_range(fd) && for_application_fds(CALLER))
 		fds_will_cut(fd, offset);
 	return real(fd, mode, offset, len);
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "fds.h"
 #include "log.h"
 #include "session.h"
+#include "threads.h"
 #include "undo.h"
 
 /* Runtime state (never restored: a restart rebuilds it from the image). */
@@ -37,6 +39,22 @@ struct ckpt_sizes {
 	} f[FDS_RANGE_MAX];
 };
 static struct ckpt_sizes sizes[2];
+
+static pthread_mutex_t table_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+int fds_lock(void)
+{
+	stasis_busy_enter();
+	pthread_mutex_lock(&table_lock);
+	return 0;
+}
+
+void fds_unlock(int *unused)
+{
+	(void)unused;
+	pthread_mutex_unlock(&table_lock);
+	stasis_busy_leave();
+}
 
 int fds_range(void)
 {
@@ -67,6 +85,7 @@ const struct fds_slot *fds_slot(int fd)
 
 void fds_refuse(const char *fmt, ...)
 {
+	FDS_LOCKED();
 	static char what[768];
 	static bool said;
 	va_list ap;
@@ -220,6 +239,7 @@ static bool placeable(int fd, const char *call)
 
 int fds_opened(int fd, int flags, const char *call)
 {
+	FDS_LOCKED();
 	char why[PATH_MAX + 64];
 	struct stat st;
 
@@ -243,6 +263,7 @@ int fds_opened(int fd, int flags, const char *call)
 
 int fds_made(int fd, const char *call)
 {
+	FDS_LOCKED();
 	struct stat st;
 
 	if (!placeable(fd, call) || fstat(fd, &st) || fd < 3)
@@ -252,6 +273,7 @@ int fds_made(int fd, const char *call)
 
 int fds_duplicated(int oldfd, int newfd, int min, const char *call)
 {
+	FDS_LOCKED();
 	const struct fds_slot *old = fds_slot(oldfd);
 	struct stat st;
 
@@ -273,6 +295,7 @@ int fds_duplicated(int oldfd, int newfd, int min, const char *call)
 
 void fds_dup_to_check(int oldfd, int newfd, const char *call)
 {
+	FDS_LOCKED();
 	const struct fds_slot *old = fds_slot(oldfd);
 
 	if (!range || oldfd == newfd)
@@ -294,6 +317,7 @@ void fds_dup_to_check(int oldfd, int newfd, const char *call)
 
 void fds_duplicated_to(int oldfd, int newfd)
 {
+	FDS_LOCKED();
 	const struct fds_slot *old = fds_slot(oldfd);
 	struct fds_slot *to = newfd >= 3 && newfd < range ? &slots[newfd] : NULL;
 
@@ -310,6 +334,7 @@ void fds_duplicated_to(int oldfd, int newfd)
 
 bool fds_close(int fd, int *ret)
 {
+	FDS_LOCKED();
 	int t;
 
 	if (fd < 3 || fd >= range)
@@ -332,6 +357,7 @@ bool fds_close(int fd, int *ret)
 
 int fds_release(int fd)
 {
+	FDS_LOCKED();
 	int t;
 
 	if (fd < 3 || fd >= range || slots[fd].state != SLOT_PROGRAM)
@@ -345,6 +371,7 @@ int fds_release(int fd)
 
 void fds_reclaim(int fd)
 {
+	FDS_LOCKED();
 	int r;
 
 	if (fd < 3 || fd >= range || slots[fd].state != SLOT_PROGRAM)
@@ -364,6 +391,7 @@ void fds_reclaim(int fd)
 
 void fds_reopened(int fd, const char *call)
 {
+	FDS_LOCKED();
 	char why[PATH_MAX + 64];
 	struct stat st;
 
@@ -481,6 +509,7 @@ void fds_path_of(int fd, char *path, size_t len)
 
 void fds_will_write(int fd, int64_t offset, uint64_t len)
 {
+	FDS_LOCKED();
 	const struct fds_slot *sl = fds_slot(fd);
 	uint64_t size, id;
 
@@ -504,6 +533,7 @@ void fds_will_write(int fd, int64_t offset, uint64_t len)
 
 void fds_will_cut(int fd, int64_t from)
 {
+	FDS_LOCKED();
 	const struct fds_slot *sl = fds_slot(fd);
 	uint64_t size, id;
 
@@ -515,6 +545,7 @@ void fds_will_cut(int fd, int64_t from)
 
 void fds_will_cut_path(const char *path, int64_t from)
 {
+	FDS_LOCKED();
 	struct stat st;
 	uint64_t size, id;
 
@@ -530,6 +561,7 @@ void fds_will_cut_path(const char *path, int64_t from)
 
 void fds_stream_positioned(FILE *fp)
 {
+	FDS_LOCKED();
 	int fd = fp ? fp->_fileno : -1;
 	off_t pos;
 

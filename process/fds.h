@@ -45,6 +45,13 @@ int fds_range(void);
  * cut back to their lengths there). */
 bool fds_before_restore(void);
 
+/* The table is the program's threads' to share: every call of the
+ * program's side below holds this lock (recursive), marked busy, so that
+ * no thread is stopped for a checkpoint while it holds it. */
+int fds_lock(void);
+void fds_unlock(int *unused);
+#define FDS_LOCKED() int fds_locked_ __attribute__((cleanup(fds_unlock), unused)) = fds_lock()
+
 /* The program's side (preload/files.c), each on the result of the real
  * call, returning the descriptor the program gets: */
 /* fd is a new open file description (open, creat, fopen, mkstemp,

@@ -82,6 +82,7 @@ static int note(uint64_t inst, int wd, const char *abs, uint32_t mask)
 
 void fds_inotify_added(int fd, int wd, const char *path, uint32_t mask)
 {
+	FDS_LOCKED();
 	char abs[PATH_MAX];
 	struct stat st;
 	const struct fds_slot *sl = fds_slot(fd);

@@ -74,6 +74,7 @@ static void add_pair(uint64_t a, uint64_t b)
 
 void fds_socket_paired(int a, int b)
 {
+	FDS_LOCKED();
 	struct stat sa, sb;
 
 	if (!fstat(a, &sa) && !fstat(b, &sb))

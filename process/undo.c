@@ -224,6 +224,7 @@ static int ready(struct ufile *f, const char *path, int fd, struct why *why)
 void undo_will_change(const char *path, uint64_t dev, uint64_t ino, int fd, uint64_t id,
 		      uint64_t old_size, uint64_t from, uint64_t to)
 {
+	FDS_LOCKED(); /* the program's threads and MPI-IO's calls alike */
 	static bool refused;
 	struct session *s = session_get();
 	struct why why = WHY_INIT;

@@ -9,7 +9,11 @@
  * back feeds the answer. The workers scale their values by a table read
  * from a file through a MAP_PRIVATE mapping (read-only, part of it made
  * writable and changed, one page dropped with MADV_DONTNEED), the file
- * removed at once: a restart cannot read it again.
+ * removed at once: a restart cannot read it again. The consumer opens a
+ * file of its own and adds every value it takes to one of its records, in
+ * place (pread, pwrite): the file, read back at the end, feeds the answer
+ * (a restart must see the descriptor a thread opened, and undo what that
+ * thread wrote in place after the checkpoint).
  *
  *   workers [N [ITERS]]
  *
@@ -31,8 +35,10 @@
 #define QUEUE 16
 
 #define TABLE 4096 /* doubles: 8 pages */
+#define RECORDS 64 /* the consumer's file: doubles */
 
 static int n, iters;
+static char acc_path[64];
 static double *u, *next, *table;
 static pthread_barrier_t start_step, end_step;
 static pthread_key_t key;
@@ -80,10 +86,17 @@ static void *worker(void *arg)
 static void *consumer(void *arg)
 {
 	struct result *r = calloc(1, sizeof(*r));
+	double rec[RECORDS] = {0};
 	sigset_t all, now;
-	int view[2];
+	int view[2], fd;
+	long taken = 0;
 
 	(void)arg;
+	fd = open(acc_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || pwrite(fd, rec, sizeof(rec), 0) != (ssize_t)sizeof(rec)) {
+		perror("workers: the consumer's file");
+		exit(1);
+	}
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	pthread_sigmask(SIG_SETMASK, NULL, &now);
@@ -103,9 +116,24 @@ static void *consumer(void *arg)
 		pthread_mutex_unlock(&q.lock);
 		r->hash = hash_mix(r->hash, &v, sizeof(v));
 		r->sum += v;
+		/* Read, add, write back: bytes the file had at the checkpoint. */
+		off_t at = (off_t)(taken++ % RECORDS) * (off_t)sizeof(double);
+		double old;
+		if (pread(fd, &old, sizeof(old), at) != (ssize_t)sizeof(old) ||
+		    (old += v, pwrite(fd, &old, sizeof(old), at)) != (ssize_t)sizeof(old)) {
+			perror("workers: the consumer's record");
+			exit(1);
+		}
 		pthread_mutex_lock(&q.lock);
 	}
 	pthread_mutex_unlock(&q.lock);
+	if (pread(fd, rec, sizeof(rec), 0) != (ssize_t)sizeof(rec)) {
+		perror("workers: reading the consumer's file back");
+		exit(1);
+	}
+	r->hash = hash_mix(r->hash, rec, sizeof(rec));
+	close(fd);
+	unlink(acc_path);
 	return r;
 }
 
@@ -165,6 +193,7 @@ int main(int argc, char **argv)
 	u = malloc(sizeof(double) * n);
 	next = malloc(sizeof(double) * n);
 	table = map_table(rank);
+	snprintf(acc_path, sizeof(acc_path), "/tmp/workers-acc-%d-%d", (int)getpid(), rank);
 	if (!table) {
 		perror("workers: the table's file mapping");
 		MPI_Abort(MPI_COMM_WORLD, 1);
