@@ -14,16 +14,14 @@
 #include "log.h"
 #include "closure.h"
 #include "libraries.h"
+#include "libraries_int.h"
 #include "regions.h"
 #include "session.h"
 
 #define ZONE_TOP (STASIS_LIBRARIES_BASE + STASIS_LIBRARIES_SIZE)
 #define MAX_GROUPS 256
 #define MAX_ENTRIES 1024
-#define MAX_MAPS 16384
 #define MAX_LOADED 2048
-#define PAGE_DOWN(x) ((x) & ~(uintptr_t)(STASIS_PAGE - 1))
-#define PAGE_UP(x) PAGE_DOWN((x) + STASIS_PAGE - 1)
 
 /* Runtime state: a restart rebuilds it, from its own start's calls and
  * then from the image. */
@@ -49,187 +47,6 @@ int libraries_init(void)
 	}
 	zone_ready = true;
 	return 0;
-}
-
-/* --- the address space, from /proc/self/maps (no malloc) ------------------ */
-
-static struct mapping {
-	uintptr_t start, end;
-	bool stack;
-} maps[MAX_MAPS];
-static int nmaps;
-static bool maps_overflow;
-
-static void add_map(uintptr_t start, uintptr_t end, const char *perms, const char *path, void *arg)
-{
-	(void)perms;
-	(void)arg;
-	if (nmaps == MAX_MAPS) {
-		maps_overflow = true;
-		return;
-	}
-	maps[nmaps++] = (struct mapping){start, end, !strcmp(path, "[stack]")};
-}
-
-static int read_maps(void)
-{
-	int ret;
-
-	nmaps = 0;
-	maps_overflow = false;
-	ret = regions_walk_maps(add_map, NULL);
-	return ret ? ret : maps_overflow ? -ENOSPC : 0;
-}
-
-static struct mapping fillers[MAX_MAPS];
-static int nfillers;
-/* The parts of the zone below the cursor that stasis holds reserved: only
- * these are ever unmapped to open the hole (another thread's mapping that
- * landed in the zone stays untouched). */
-static struct mapping owned[MAX_MAPS] = {
-    {STASIS_LIBRARIES_BASE, STASIS_LIBRARIES_BASE + STASIS_LIBRARIES_SIZE, false}};
-static int nowned = 1;
-
-static void remove_fillers(void)
-{
-	for (int i = 0; i < nfillers; i++)
-		munmap((void *)fillers[i].start, fillers[i].end - fillers[i].start);
-	nfillers = 0;
-}
-
-static int reserve(uintptr_t start, uintptr_t end)
-{
-	void *p = mmap((void *)start, end - start, PROT_NONE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-
-	if (p == MAP_FAILED)
-		return -errno;
-	if (p != (void *)start) {
-		munmap(p, end - start);
-		return -EEXIST;
-	}
-	return 0;
-}
-
-/* Fill every free gap above the cursor, up to the mmap base (the gap just
- * below the main stack is where it grows, and mmap(NULL) never looks
- * there): the kernel's top-down search can then only place a mapping in
- * the hole right below the cursor. */
-static int fill_above(void)
-{
-	int ret = read_maps();
-
-	for (int i = 0; !ret && i + 1 < nmaps && !maps[i + 1].stack; i++) {
-		uintptr_t start = maps[i].end > cursor ? maps[i].end : cursor;
-		uintptr_t end = maps[i + 1].start;
-
-		if (start >= end)
-			continue;
-		if (nfillers == MAX_MAPS)
-			return -ENOSPC;
-		ret = reserve(start, end);
-		if (!ret)
-			fillers[nfillers++] = (struct mapping){start, end, false};
-	}
-	return ret;
-}
-
-/* How much room a dlopen() of path gets below the cursor. Less than the
- * 64 MiB glibc maps for a new malloc heap (128 MiB, or 64 where the last
- * heap ended): a thread of the runtime's that allocates for the first
- * time meanwhile would take the top of a larger hole, and the objects
- * would land below it. More for an object whose segments alone need it. */
-#define HOLE_DEFAULT (((size_t)64 << 20) - STASIS_PAGE)
-
-static size_t hole_size(const char *path)
-{
-	ElfW(Ehdr) eh;
-	ElfW(Phdr) ph[64];
-	uintptr_t lo = UINTPTR_MAX, hi = 0, align = STASIS_PAGE;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t size = HOLE_DEFAULT, need;
-
-	if (fd < 0)
-		return size;
-	if (pread(fd, &eh, sizeof(eh), 0) == sizeof(eh) && eh.e_phentsize == sizeof(ph[0]) &&
-	    eh.e_phnum <= 64 &&
-	    pread(fd, ph, eh.e_phnum * sizeof(ph[0]), eh.e_phoff) ==
-		(ssize_t)(eh.e_phnum * sizeof(ph[0]))) {
-		for (int i = 0; i < eh.e_phnum; i++) {
-			if (ph[i].p_type != PT_LOAD)
-				continue;
-			lo = ph[i].p_vaddr < lo ? ph[i].p_vaddr : lo;
-			hi =
-			    ph[i].p_vaddr + ph[i].p_memsz > hi ? ph[i].p_vaddr + ph[i].p_memsz : hi;
-			align = ph[i].p_align > align ? ph[i].p_align : align;
-		}
-		/* glibc maps span + alignment and trims (glibc 2.35). */
-		if (hi > lo && 2 * (hi - lo + align) > size)
-			size = PAGE_UP(2 * (hi - lo + align));
-	}
-	close(fd);
-	/* And the libraries it needs that are not loaded yet: the whole
-	 * closure lands in the hole, or the call is refused. */
-	need = 2 * closure_bytes(path);
-	if (need > size)
-		size = PAGE_UP(need);
-	return size;
-}
-
-static uintptr_t hole_low; /* the hole is [hole_low, cursor) */
-
-/* Fill above, then free the part of the zone below the cursor. */
-static int open_hole(size_t size)
-{
-	int ret = -EEXIST, kept = 0;
-
-	/* Another thread (the MPI library's, stasis's coordinator) may map
-	 * something meanwhile: fill again what is left. */
-	for (int tries = 0; ret == -EEXIST && tries < 8; tries++)
-		ret = fill_above();
-	if (ret) {
-		remove_fillers();
-		return ret;
-	}
-	hole_low = cursor - STASIS_LIBRARIES_BASE > size ? cursor - size : STASIS_LIBRARIES_BASE;
-	for (int i = 0; i < nowned; i++) {
-		uintptr_t from = owned[i].start > hole_low ? owned[i].start : hole_low;
-
-		if (from < owned[i].end)
-			munmap((void *)from, owned[i].end - from);
-		if (owned[i].start < hole_low)
-			owned[kept++] = (struct mapping){
-			    owned[i].start, owned[i].end < hole_low ? owned[i].end : hole_low,
-			    false};
-	}
-	nowned = kept;
-	return 0;
-}
-
-/* Reserve [start, end) again; what lies below the cursor is owned. */
-static void reserve_again(uintptr_t start, uintptr_t end)
-{
-	if (start >= end || reserve(start, end))
-		return;
-	if (start < cursor && nowned < MAX_MAPS)
-		owned[nowned++] = (struct mapping){start, end < cursor ? end : cursor, false};
-}
-
-/* Reserve again whatever is free in the hole, up to top (the cursor set). */
-static void close_hole(uintptr_t top)
-{
-	uintptr_t from = hole_low;
-
-	remove_fillers();
-	if (read_maps())
-		return;
-	for (int i = 0; i < nmaps && from < top; i++) {
-		if (maps[i].end <= from)
-			continue;
-		reserve_again(from, maps[i].start < top ? maps[i].start : top);
-		from = maps[i].end > from ? maps[i].end : from;
-	}
-	reserve_again(from, top);
 }
 
 /* --- the objects a call loaded --------------------------------------------- */
@@ -297,6 +114,7 @@ static char stray[400];
 
 static bool placed(uintptr_t top, int *fresh, int *nfresh, uintptr_t *low)
 {
+	static struct zone_span spans[MAX_LOADED];
 	bool ok = true;
 
 	*nfresh = 0;
@@ -305,34 +123,21 @@ static bool placed(uintptr_t top, int *fresh, int *nfresh, uintptr_t *low)
 		if (was_loaded(&after[i]))
 			continue;
 		fresh[(*nfresh)++] = i;
-		if (after[i].lo < hole_low || after[i].hi > top) {
+		if (after[i].lo < zone_hole_low() || after[i].hi > top) {
 			if (ok)
 				snprintf(stray, sizeof(stray),
 					 "%.300s was mapped at %#lx, outside [%#lx, %#lx)",
 					 after[i].name, (unsigned long)after[i].lo,
-					 (unsigned long)hole_low, (unsigned long)top);
+					 (unsigned long)zone_hole_low(), (unsigned long)top);
 			ok = false;
 		} else if (after[i].lo < *low)
 			*low = after[i].lo;
 	}
-	if (!ok || read_maps())
+	if (!ok)
 		return false;
-	for (int m = 0; m < nmaps; m++) {
-		bool ours = false;
-
-		if (maps[m].end <= *low || maps[m].start >= top)
-			continue;
-		for (int k = 0; k < *nfresh && !ours; k++)
-			ours = maps[m].start >= after[fresh[k]].lo &&
-			       maps[m].end <= after[fresh[k]].hi;
-		if (!ours) {
-			snprintf(stray, sizeof(stray),
-				 "another mapping took [%#lx, %#lx) meanwhile",
-				 (unsigned long)maps[m].start, (unsigned long)maps[m].end);
-			return false;
-		}
-	}
-	return true;
+	for (int k = 0; k < *nfresh; k++)
+		spans[k] = (struct zone_span){after[fresh[k]].lo, after[fresh[k]].hi};
+	return zone_only(*low, top, spans, *nfresh, stray, sizeof(stray));
 }
 
 /* --- dlopen ---------------------------------------------------------------- */
@@ -437,7 +242,7 @@ static bool fresh_remain(const int *fresh, int nfresh)
 }
 
 /* The room the objects a call loaded need (fresh[] into after[]), with
- * the same margin hole_size gives one object: a dlopen() that pulls in a
+ * the same margin zone_hole_size gives one object: a dlopen() that pulls in a
  * deep dependency tree (a Python extension module linked to parallel
  * HDF5, its MPI, compression and network libraries) needs more than the
  * default hole, and ld.so maps what does not fit below the zone. */
@@ -458,25 +263,25 @@ static size_t closure_size(const int *fresh, int nfresh)
 static void *place(const char *path, int mode, int *fresh, int *nfresh, struct why *why)
 {
 	uintptr_t top = cursor, low;
-	size_t size = hole_size(path);
+	size_t size = zone_hole_size(path);
 	void *handle = NULL;
 	int ret;
 
 	for (int tries = 0;; tries++) {
 		*nfresh = 0;
-		hole_low = top;
+		zone_no_hole(top);
 		ret = list(before, &nbefore);
 		if (!ret)
-			ret = open_hole(size);
+			ret = zone_open_hole(cursor, size);
 		if (ret) {
 			why_set(why, ret, "cannot reserve its place: %s", strerror(-ret));
-			close_hole(top);
+			zone_close_hole(cursor, top);
 			return real_dlopen(path, mode);
 		}
 		handle = real_dlopen(path, mode);
-		remove_fillers();
+		zone_remove_fillers();
 		if (!handle || list(after, &nafter)) {
-			close_hole(top);
+			zone_close_hole(cursor, top);
 			if (handle)
 				why_set(why, -ENOSPC, "too many objects loaded");
 			return handle;
@@ -487,10 +292,10 @@ static void *place(const char *path, int mode, int *fresh, int *nfresh, struct w
 			if (again)
 				real_dlclose(again);
 			cursor = low;
-			close_hole(top);
+			zone_close_hole(cursor, top);
 			return handle;
 		}
-		close_hole(top);
+		zone_close_hole(cursor, top);
 		if (tries == 3)
 			break;
 		if (closure_size(fresh, *nfresh) > size) {
