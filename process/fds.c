@@ -30,15 +30,19 @@ static uint32_t next_desc = 1;
 static bool restart_pending;
 static bool overwrite_said;
 
-/* Lengths of the written files at the newest two checkpoints. */
+/* Lengths of the written files at the newest two checkpoints: those open
+ * for writing at the checkpoint, and those the program opened for writing
+ * since (opened_for_writing). */
+#define WRITTEN_MAX 1024
 struct ckpt_sizes {
 	uint64_t id;
 	int n;
 	struct {
 		uint64_t dev, ino, size;
-	} f[FDS_RANGE_MAX];
+	} f[WRITTEN_MAX];
 };
 static struct ckpt_sizes sizes[2];
+static bool checkpointed_size(uint64_t dev, uint64_t ino, uint64_t *size, uint64_t *id);
 
 static pthread_mutex_t table_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
@@ -237,6 +241,41 @@ static bool placeable(int fd, const char *call)
 	return true;
 }
 
+/* A file with bytes in it opened for writing after the newest checkpoint,
+ * which that checkpoint did not hold open (a program that closes and
+ * reopens its files every step: Elk's eigenvectors, one record per
+ * k-point). Its length now is its length at the checkpoint (a write of the
+ * program's since would have listed it), so from now on its writes in
+ * place are undone as those of the files the checkpoint held. */
+static void opened_for_writing(int fd, const struct stat *st)
+{
+	struct session *s = session_get();
+	uint64_t size, id;
+	int fl = fcntl(fd, F_GETFL);
+
+	if (!s || !s->last_id || fl < 0 || (fl & O_ACCMODE) == O_RDONLY || !S_ISREG(st->st_mode) ||
+	    st->st_size <= 0 || checkpointed_size(st->st_dev, st->st_ino, &size, &id))
+		return;
+	for (int g = 0; g < 2; g++) {
+		struct ckpt_sizes *c = &sizes[g];
+
+		if (c->id != s->last_id)
+			continue;
+		if (c->n == WRITTEN_MAX) {
+			char path[PATH_MAX];
+
+			fds_path_of(fd, path, sizeof(path));
+			fds_refuse("more than %d files written since checkpoint %llu (%s): a restart "
+				   "could not undo their writes in place",
+				   WRITTEN_MAX, (unsigned long long)c->id, path);
+			return;
+		}
+		c->f[c->n].dev = st->st_dev;
+		c->f[c->n].ino = st->st_ino;
+		c->f[c->n++].size = (uint64_t)st->st_size;
+	}
+}
+
 int fds_opened(int fd, int flags, const char *call)
 {
 	FDS_LOCKED();
@@ -258,6 +297,7 @@ int fds_opened(int fd, int flags, const char *call)
 				     : "error");
 		return fd;
 	}
+	opened_for_writing(fd, &st);
 	return place(fd, 3, next_desc++, -1, &st);
 }
 
@@ -399,6 +439,7 @@ void fds_reopened(int fd, const char *call)
 		return;
 	if (unrestorable(fd, &st, 0, why, sizeof(why)))
 		fds_refuse("%s of %s", call, why);
+	opened_for_writing(fd, &st);
 	slots[fd].desc = next_desc++;
 	slots[fd].std_of = -1;
 	slots[fd].dev = st.st_dev;
@@ -438,7 +479,7 @@ void fds_checkpoint_sizes(uint64_t id, const uint64_t *dev, const uint64_t *ino,
 
 	c->id = id;
 	c->n = 0;
-	for (int i = 0; i < n && i < FDS_RANGE_MAX; i++, c->n++) {
+	for (int i = 0; i < n && i < WRITTEN_MAX; i++, c->n++) {
 		c->f[i].dev = dev[i];
 		c->f[i].ino = ino[i];
 		c->f[i].size = size[i];

@@ -25,7 +25,10 @@
  *                stdout (dup2 onto descriptor 1) deleted (a file unlinked
  *                while open)
  *   --overwrite  from the second iteration on, rewrite record 0 of the
- *                data file in place every iteration, and read it back
+ *                data file in place every iteration, and read it back;
+ *                and every iteration open the tally file files.tally.<rank>
+ *                again, add to one of its numbers in place, and close it
+ *                (as codes that reopen their output every step do)
  *
  * Output (rank 0, stdout):
  *   files: n=<N> iters=<ITERS> checksum=<16 hex> log=<bytes> data=<bytes>
@@ -169,7 +172,8 @@ int main(int argc, char **argv)
 	long n = 4096, iters = 2000, pos = 0;
 	int size, data = -1, back, null, dir, early = 0, overwrite = 0, out;
 	const char *refuse = NULL;
-	char logname[64], dataname[64], line[256], record[RECORD], old[RECORD];
+	char logname[64], dataname[64], tallyname[64], line[256], record[RECORD], old[RECORD];
+	double tally[8] = {0};
 	double *x, sum, total = 0;
 	uint64_t h = HASH_START, logb = 0, datab = 0, all[2];
 	FILE *in, *log, *answer;
@@ -204,6 +208,13 @@ int main(int argc, char **argv)
 
 	snprintf(logname, sizeof(logname), "files.log.%d", rank);
 	snprintf(dataname, sizeof(dataname), "files.data.%d", rank);
+	snprintf(tallyname, sizeof(tallyname), "files.tally.%d", rank);
+	if (overwrite) {
+		int t = open(tallyname, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (t < 0 || write(t, tally, sizeof(tally)) != (ssize_t)sizeof(tally) || close(t))
+			die("cannot make the tally file");
+	}
 	in = fopen("files.in", "r");
 	log = fopen(logname, "w");
 	if (log)
@@ -263,6 +274,19 @@ int main(int argc, char **argv)
 			h = hash_mix(h, old, RECORD);
 			if (pwrite(data, record, RECORD, 0) != RECORD)
 				die("pwrite in place");
+		}
+		if (overwrite) {
+			/* Closed at most checkpoints: a restart that did not
+			 * put its bytes back adds to what it already holds. */
+			int t = open(tallyname, O_RDWR);
+
+			if (t < 0 || pread(t, tally, sizeof(tally), 0) != (ssize_t)sizeof(tally))
+				die("cannot read the tally file");
+			tally[it % 8] += sum * 1e-3;
+			if (pwrite(t, &tally[it % 8], sizeof(double), (off_t)(it % 8) * 8) != 8 ||
+			    close(t))
+				die("cannot write the tally file");
+			h = hash_mix(h, tally, sizeof(tally));
 		}
 		if (write(null, record, 16) != 16)
 			die("write /dev/null");
