@@ -145,6 +145,23 @@ static MPI_Info get_info(struct rec_reader *r, bool make)
 
 /* The program opened real (collective over real_comm): a virtual handle
  * for it, with a communicator of stasis's to count its collectives. */
+/* A file opened for writing that the newest checkpoint did not hold open
+ * (HDF5 output closed and opened again every few steps): its length at
+ * that checkpoint is what fds.h lists for it, or its length now, listed
+ * (the first open after the checkpoint, by any of this rank's means). */
+static void reopened(struct mpiio_file *f)
+{
+	struct stat st;
+	uint64_t size, id;
+
+	if ((f->amode & (MPI_MODE_WRONLY | MPI_MODE_RDWR)) && !stat(f->path, &st) &&
+	    S_ISREG(st.st_mode) &&
+	    fds_written_size(st.st_dev, st.st_ino, (uint64_t)st.st_size, &size, &id, f->path)) {
+		f->ckpt[0].id = id;
+		f->ckpt[0].size = (MPI_Offset)size;
+	}
+}
+
 static MPI_File opened(MPI_Comm real_comm, const char *given, int amode, MPI_Info info,
 		       MPI_File real, bool fortran)
 {
@@ -175,6 +192,7 @@ static MPI_File opened(MPI_Comm real_comm, const char *given, int amode, MPI_Inf
 	}
 	absolute_name(f, given);
 	f->amode = amode;
+	reopened(f);
 	recbuf_handle(&b, VH_COMM, f->comm);
 	recbuf_str(&b, f->name);
 	recbuf_int(&b, amode);

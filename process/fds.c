@@ -241,39 +241,49 @@ static bool placeable(int fd, const char *call)
 	return true;
 }
 
-/* A file with bytes in it opened for writing after the newest checkpoint,
- * which that checkpoint did not hold open (a program that closes and
- * reopens its files every step: Elk's eigenvectors, one record per
- * k-point). Its length now is its length at the checkpoint (a write of the
- * program's since would have listed it), so from now on its writes in
- * place are undone as those of the files the checkpoint held. */
-static void opened_for_writing(int fd, const struct stat *st)
+bool fds_written_size(uint64_t dev, uint64_t ino, uint64_t size_now, uint64_t *size, uint64_t *id,
+		      const char *path)
 {
+	FDS_LOCKED();
 	struct session *s = session_get();
-	uint64_t size, id;
-	int fl = fcntl(fd, F_GETFL);
 
-	if (!s || !s->last_id || fl < 0 || (fl & O_ACCMODE) == O_RDONLY || !S_ISREG(st->st_mode) ||
-	    st->st_size <= 0 || checkpointed_size(st->st_dev, st->st_ino, &size, &id))
-		return;
+	if (checkpointed_size(dev, ino, size, id))
+		return true;
+	if (!s || !s->last_id || !size_now)
+		return false;
 	for (int g = 0; g < 2; g++) {
 		struct ckpt_sizes *c = &sizes[g];
 
 		if (c->id != s->last_id)
 			continue;
 		if (c->n == WRITTEN_MAX) {
-			char path[PATH_MAX];
-
-			fds_path_of(fd, path, sizeof(path));
 			fds_refuse("more than %d files written since checkpoint %llu (%s): a restart "
 				   "could not undo their writes in place",
 				   WRITTEN_MAX, (unsigned long long)c->id, path);
-			return;
+			return false;
 		}
-		c->f[c->n].dev = st->st_dev;
-		c->f[c->n].ino = st->st_ino;
-		c->f[c->n++].size = (uint64_t)st->st_size;
+		c->f[c->n].dev = dev;
+		c->f[c->n].ino = ino;
+		c->f[c->n++].size = size_now;
+		*size = size_now;
+		*id = c->id;
+		return true;
 	}
+	return false;
+}
+
+/* A file opened for writing: listed if the newest checkpoint did not hold
+ * it open (fds_written_size). */
+static void opened_for_writing(int fd, const struct stat *st)
+{
+	char path[PATH_MAX];
+	uint64_t size, id;
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY || !S_ISREG(st->st_mode) || st->st_size <= 0)
+		return;
+	fds_path_of(fd, path, sizeof(path));
+	fds_written_size(st->st_dev, st->st_ino, (uint64_t)st->st_size, &size, &id, path);
 }
 
 int fds_opened(int fd, int flags, const char *call)

@@ -104,6 +104,16 @@ void fds_mark_overwritten(const char *path, int64_t at, uint64_t size, uint64_t 
  * its later writes land there, unseen. */
 void fds_stream_positioned(FILE *fp);
 
+/* The length of the file (dev, ino) at the newest checkpoint and that
+ * checkpoint's id, for a file the program writes (MPI-IO's too): from the
+ * files the checkpoint held open for writing, or, for a file it did not
+ * (a program that closes and reopens its files every step), its length
+ * size_now when the program first opens it again, listed from then on (a
+ * write of the program's since would have listed it). False when there is
+ * no committed checkpoint or the file is empty (no write can be in place). */
+bool fds_written_size(uint64_t dev, uint64_t ino, uint64_t size_now, uint64_t *size, uint64_t *id,
+		      const char *path);
+
 /* Refuse, once, state the program made that stasis cannot restore
  * (session_unsupported with a formatted name). */
 void fds_refuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
