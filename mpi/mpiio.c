@@ -156,7 +156,7 @@ static void reopened(struct mpiio_file *f)
 
 	if ((f->amode & (MPI_MODE_WRONLY | MPI_MODE_RDWR)) && !stat(f->path, &st) &&
 	    S_ISREG(st.st_mode) &&
-	    fds_written_size(st.st_dev, st.st_ino, (uint64_t)st.st_size, &size, &id, f->path)) {
+	    fds_written_size(st.st_dev, st.st_ino, (uint64_t)st.st_size, &size, &id, -1, f->path)) {
 		f->ckpt[0].id = id;
 		f->ckpt[0].size = (MPI_Offset)size;
 	}

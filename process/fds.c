@@ -242,7 +242,7 @@ static bool placeable(int fd, const char *call)
 }
 
 bool fds_written_size(uint64_t dev, uint64_t ino, uint64_t size_now, uint64_t *size, uint64_t *id,
-		      const char *path)
+		      int fd, const char *path)
 {
 	FDS_LOCKED();
 	struct session *s = session_get();
@@ -257,9 +257,13 @@ bool fds_written_size(uint64_t dev, uint64_t ino, uint64_t size_now, uint64_t *s
 		if (c->id != s->last_id)
 			continue;
 		if (c->n == WRITTEN_MAX) {
+			char named[PATH_MAX];
+
+			if (!path)
+				fds_path_of(fd, named, sizeof(named));
 			fds_refuse("more than %d files written since checkpoint %llu (%s): a restart "
 				   "could not undo their writes in place",
-				   WRITTEN_MAX, (unsigned long long)c->id, path);
+				   WRITTEN_MAX, (unsigned long long)c->id, path ? path : named);
 			return false;
 		}
 		c->f[c->n].dev = dev;
@@ -276,14 +280,14 @@ bool fds_written_size(uint64_t dev, uint64_t ino, uint64_t size_now, uint64_t *s
  * it open (fds_written_size). */
 static void opened_for_writing(int fd, const struct stat *st)
 {
-	char path[PATH_MAX];
+	struct session *s = session_get();
 	uint64_t size, id;
-	int fl = fcntl(fd, F_GETFL);
+	int fl;
 
-	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY || !S_ISREG(st->st_mode) || st->st_size <= 0)
+	if (!S_ISREG(st->st_mode) || st->st_size <= 0 || !s || !s->last_id ||
+	    (fl = fcntl(fd, F_GETFL)) < 0 || (fl & O_ACCMODE) == O_RDONLY)
 		return;
-	fds_path_of(fd, path, sizeof(path));
-	fds_written_size(st->st_dev, st->st_ino, (uint64_t)st->st_size, &size, &id, path);
+	fds_written_size(st->st_dev, st->st_ino, (uint64_t)st->st_size, &size, &id, fd, NULL);
 }
 
 int fds_opened(int fd, int flags, const char *call)

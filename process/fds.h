@@ -110,9 +110,10 @@ void fds_stream_positioned(FILE *fp);
  * (a program that closes and reopens its files every step), its length
  * size_now when the program first opens it again, listed from then on (a
  * write of the program's since would have listed it). False when there is
- * no committed checkpoint or the file is empty (no write can be in place). */
+ * no committed checkpoint or the file is empty (no write can be in place).
+ * path (or, when NULL, descriptor fd's) names the file if it is refused. */
 bool fds_written_size(uint64_t dev, uint64_t ino, uint64_t size_now, uint64_t *size, uint64_t *id,
-		      const char *path);
+		      int fd, const char *path);
 
 /* Refuse, once, state the program made that stasis cannot restore
  * (session_unsupported with a formatted name). */
