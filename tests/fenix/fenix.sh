@@ -68,6 +68,31 @@ relaunched() { # N OUT: exactly N Fenix relaunches by stasis-run
 # snapshots and members the program said it stored, --verify passes; then a
 # byte of one .dat is flipped: --verify fails naming that file, and says
 # the set can rebuild it (every scheme here tolerates one loss).
+# json_check SCHEME "TS..." DAMAGED < stasis-inspect --verify --json: one
+# Fenix group 7 of 4 slots with policy SCHEME and the complete snapshots
+# TS; DAMAGED 0: every slot file ok and "ok" true; 1: the newest
+# snapshot's slot 1 DAMAGED, its set lost slot 1 and can be rebuilt.
+json_check() {
+	/usr/bin/python3 -c '
+import json, sys
+scheme, ts, damaged = sys.argv[1], [int(t) for t in sys.argv[2].split()], sys.argv[3] == "1"
+d = json.load(sys.stdin)
+gs = [g for j in d["jobs"] for g in j["fenix_groups"]]
+assert len(gs) == 1 and gs[0]["group"] == 7 and gs[0]["slots"] == 4, gs
+assert gs[0]["policy"] == scheme, gs[0]["policy"]
+snaps = [s for s in gs[0]["snapshots"] if s["complete"]]
+assert [s["ts"] for s in snaps] == ts, (snaps, ts)
+last = snaps[-1]
+bad = [s["slot"] for s in last["slots"] if s["dat"] != "ok"]
+assert d["ok"] == (not damaged), d["ok"]
+if damaged:
+	assert bad == [1] and last["slots"][1]["error"], last["slots"]
+	assert [(x["lost"], x["rebuildable"]) for x in last["lost_sets"]] == [([1], True)], last
+else:
+	assert not bad and not last["lost_sets"], last
+' "$@"
+}
+
 inspect_ring() { # DIR SCHEME
 	local I="$B/tools/stasis-inspect" out=$T/inspect.out
 	"$I" "$T/$1" >"$out" 2>&1 || fail "stasis-inspect exit $?: $(cat "$out")"
@@ -78,6 +103,10 @@ inspect_ring() { # DIR SCHEME
 	expect ref "stored group 7 ts $ts members $mem"
 	"$I" --verify "$T/$1" >"$out" 2>&1 || fail "verify of an intact run: $(cat "$out")"
 	[ "$(grep -c '^      slot .: dat ok, red ok, done ok$' "$out")" = 8 ] || fail "verify: $(cat "$out")"
+	# The same in --json: group 7, its policy, the same snapshots, every
+	# slot file ok.
+	"$I" --verify --json "$T/$1" >"$T/inspect.json" 2>"$out" || fail "verify --json: $(cat "$out")"
+	json_check "$2" "$ts" 0 <"$T/inspect.json" || fail "--json: $(cat "$T/inspect.json")"
 	local f
 	f=$(ls "$T"/$1/1/fx/fenix/g7-t*.c1.dat | sort -V | tail -1)
 	printf '\xff' | dd of="$f" bs=1 seek=300 conv=notrunc status=none
@@ -86,6 +115,8 @@ inspect_ring() { # DIR SCHEME
 		fail "the damaged file not named: $(cat "$out")"
 	grep -q "^      set .*: lost 1; scheme $2 tolerates .: can be rebuilt$" "$out" ||
 		fail "no rebuild verdict: $(cat "$out")"
+	"$I" --verify --json "$T/$1" >"$T/inspect.json" 2>/dev/null && fail "verify --json passed a flipped byte"
+	json_check "$2" "$ts" 1 <"$T/inspect.json" || fail "--json, damaged: $(cat "$T/inspect.json")"
 	echo "ok: stasis-inspect lists ts $ts members $mem; verify passes, then names $(basename "$f")"
 }
 

@@ -2,7 +2,8 @@
  * in <job dir>/fenix/, fenix_int.h), read through fenix/'s own readers
  * (fx_file.h). --verify checks every crc of every .dat, .red and .done and
  * judges, per redundancy set, whether a lost or damaged slot could be
- * rebuilt, writing nothing. Text output only (not in --json yet). */
+ * rebuilt, writing nothing. Text, or with --json the same as the job's
+ * "fenix_groups". */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,11 @@ struct slotv {
 	uint64_t bytes;
 };
 
+#define MAX_MEMBERS 64
+struct member {
+	unsigned id, count, dtsize;
+};
+
 static const char *st(int v)
 {
 	return v == 1 ? "ok" : v == 2 ? "DAMAGED" : "missing";
@@ -109,13 +115,15 @@ static const char *st(int v)
 
 /* One snapshot of group gid: listing line, and with verify every file. */
 static void snapshot(struct inspect *in, const struct job *j, const struct fxs *x, int gid, int ts,
-		     int size, bool verify)
+		     int size, bool verify, struct json *js)
 {
 	struct slotv *v = calloc(size + 1, sizeof(*v));
 	int records = 0;
 	uint64_t total = 0;
 	char members[512] = "";
 	bool have_members = false;
+	struct member m[MAX_MEMBERS];
+	int nm = 0;
 
 	for (int s = 0; s < size; s++) {
 		const struct fxf *d = find(x, gid, ts, s, "dat"), *r = find(x, gid, ts, s, "red"),
@@ -137,9 +145,12 @@ static void snapshot(struct inspect *in, const struct job *j, const struct fxs *
 
 			v[s].bytes = dat.len;
 			total += dat.len;
-			for (fx_dat_first(&dat, &sec); !have_members && fx_dat_next(&dat, &sec);)
+			for (fx_dat_first(&dat, &sec); !have_members && fx_dat_next(&dat, &sec);) {
 				at += snprintf(members + at, at < sizeof(members) ? sizeof(members) - at : 0,
 					       " %u:%ux%uB", sec.s.mid, sec.s.count, sec.s.dtsize);
+				if (nm < MAX_MEMBERS)
+					m[nm++] = (struct member){sec.s.mid, sec.s.count, sec.s.dtsize};
+			}
 			have_members = true;
 			fx_dat_free(&dat);
 		}
@@ -154,17 +165,46 @@ static void snapshot(struct inspect *in, const struct job *j, const struct fxs *
 						ts, s, why.msg);
 		}
 	}
-	fprintf(stdout, "    ts %d: members%s; %llu bytes in %d slot file(s); %s", ts,
-		have_members ? members : " ?", (unsigned long long)total, size,
-		records == size ? "complete\n" : "");
-	if (records != size)
-		fprintf(stdout, "incomplete (%d of %d commit records)\n", records, size);
+	if (js) {
+		json_open(js, NULL, '{');
+		json_int(js, "ts", ts);
+		json_open(js, "members", '[');
+		for (int i = 0; i < nm; i++) {
+			json_open(js, NULL, '{');
+			json_int(js, "id", m[i].id);
+			json_int(js, "count", m[i].count);
+			json_int(js, "dtsize", m[i].dtsize);
+			json_close(js, '}');
+		}
+		json_close(js, ']');
+		json_u64(js, "bytes", total);
+		json_int(js, "commit_records", records);
+		json_bool(js, "complete", records == size);
+	} else {
+		fprintf(stdout, "    ts %d: members%s; %llu bytes in %d slot file(s); %s", ts,
+			have_members ? members : " ?", (unsigned long long)total, size,
+			records == size ? "complete\n" : "");
+		if (records != size)
+			fprintf(stdout, "incomplete (%d of %d commit records)\n", records, size);
+	}
 	if (!verify || !records)
 		goto out;
+	if (js)
+		json_open(js, "slots", '[');
 	for (int s = 0; s < size; s++) {
-		fprintf(stdout, "      slot %d: dat %s, red %s, done %s%s%s\n", s, st(v[s].dat),
-			st(v[s].red), st(v[s].done), v[s].dat == 2 ? ": " : "",
-			v[s].dat == 2 ? v[s].err : "");
+		if (js) {
+			json_open(js, NULL, '{');
+			json_int(js, "slot", s);
+			json_str(js, "dat", st(v[s].dat));
+			json_str(js, "red", st(v[s].red));
+			json_str(js, "done", st(v[s].done));
+			json_str(js, "error", v[s].dat == 2 ? v[s].err : NULL);
+			json_close(js, '}');
+		} else {
+			fprintf(stdout, "      slot %d: dat %s, red %s, done %s%s%s\n", s,
+				st(v[s].dat), st(v[s].red), st(v[s].done), v[s].dat == 2 ? ": " : "",
+				v[s].dat == 2 ? v[s].err : "");
+		}
 		if (v[s].dat == 2)
 			inspect_problem(in, "job %s, fenix group %d ts %d slot %d: %s damaged: %s",
 					j->name, gid, ts, s, v[s].path, v[s].err);
@@ -174,6 +214,10 @@ static void snapshot(struct inspect *in, const struct job *j, const struct fxs *
 		if (v[s].done == 2)
 			inspect_problem(in, "job %s, fenix group %d ts %d slot %d: commit record damaged",
 					j->name, gid, ts, s);
+	}
+	if (js) {
+		json_close(js, ']');
+		json_open(js, "lost_sets", '[');
 	}
 	/* Each set once, as its first valid redundancy file describes it. */
 	for (int s = 0; s < size; s++) {
@@ -209,10 +253,28 @@ static void snapshot(struct inspect *in, const struct job *j, const struct fxs *
 		if (lost) {
 			bool ok = redundancy_info_feasible(info, dl, rl);
 
-			fprintf(stdout,
-				"      set %d (slots %s): lost %s; scheme %s tolerates %d: %s\n",
-				info->set_id, ranks, lostl, info->scheme, info->tolerance,
-				ok ? "can be rebuilt" : "CANNOT be rebuilt");
+			if (js) {
+				json_open(js, NULL, '{');
+				json_int(js, "set", info->set_id);
+				json_open(js, "slots", '[');
+				for (int q = 0; q < info->p; q++)
+					json_int(js, NULL, info->world[q]);
+				json_close(js, ']');
+				json_open(js, "lost", '[');
+				for (int q = 0; q < info->p; q++)
+					if (dl[q] || rl[q])
+						json_int(js, NULL, info->world[q]);
+				json_close(js, ']');
+				json_str(js, "scheme", info->scheme);
+				json_int(js, "tolerates", info->tolerance);
+				json_bool(js, "rebuildable", ok);
+				json_close(js, '}');
+			} else {
+				fprintf(stdout,
+					"      set %d (slots %s): lost %s; scheme %s tolerates %d: %s\n",
+					info->set_id, ranks, lostl, info->scheme, info->tolerance,
+					ok ? "can be rebuilt" : "CANNOT be rebuilt");
+			}
 			if (!ok)
 				inspect_problem(in, "job %s, fenix group %d ts %d: set %d lost %s beyond "
 						    "what %s rebuilds (tolerates %d)",
@@ -222,20 +284,47 @@ static void snapshot(struct inspect *in, const struct job *j, const struct fxs *
 		free(dl);
 		free(rl);
 	}
+	if (js)
+		json_close(js, ']');
 out:
+	if (js)
+		json_close(js, '}');
 	for (int s = 0; s < size; s++)
 		if (v[s].red == 1)
 			redundancy_info_free(&v[s].info);
 	free(v);
 }
 
-void inspect_fenix(struct inspect *in, const struct job *j, bool verify)
+/* A group's object, left open in its "snapshots" array. */
+static void group_json(struct json *js, int gid, int size, const struct fx_meta *m)
+{
+	json_open(js, NULL, '{');
+	json_int(js, "group", gid);
+	json_int(js, "slots", size);
+	if (m && m->policy[0] >= 0 && m->policy[0] <= 2) {
+		json_str(js, "policy", scheme[m->policy[0]]);
+		json_int(js, "set_size", m->policy[1] > 0 && m->policy[1] < size ? m->policy[1] : size);
+		if (m->policy[0] == 2)
+			json_int(js, "k", m->policy[2] > 0 ? m->policy[2] : 2);
+	} else {
+		json_null(js, "policy");
+	}
+	if (m && m->depth >= -1) {
+		json_int(js, "depth", m->depth);
+		json_int(js, "start_ts", m->start_ts);
+	}
+	json_open(js, "snapshots", '[');
+}
+
+void inspect_fenix(struct inspect *in, const struct job *j, bool verify, struct json *js)
 {
 	struct fxs x = {0};
 	int gids[256], ng;
 
 	collect(in, j, &x);
 	ng = distinct(&x, -1, gids);
+	if (js)
+		json_open(js, "fenix_groups", '[');
 	for (int g = 0; g < ng && g < 256; g++) {
 		int ts[1024], nt = distinct(&x, gids[g], ts), size = 0;
 		struct fx_meta m;
@@ -256,6 +345,14 @@ void inspect_fenix(struct inspect *in, const struct job *j, bool verify)
 			if (x.f[i].gid == gids[g] && x.f[i].slot >= size)
 				size = x.f[i].slot + 1;
 		}
+		if (js) {
+			group_json(js, gids[g], size, meta ? &m : NULL);
+			for (int t = 0; t < nt && t < 1024; t++)
+				snapshot(in, j, &x, gids[g], ts[t], size, verify, js);
+			json_close(js, ']');
+			json_close(js, '}');
+			continue;
+		}
 		fprintf(stdout, "  fenix group %d: %d slot(s), ", gids[g], size);
 		if (!meta)
 			fprintf(stdout, "policy ? (no readable g%d.meta)", gids[g]);
@@ -269,8 +366,10 @@ void inspect_fenix(struct inspect *in, const struct job *j, bool verify)
 			fprintf(stdout, ", depth %d, start ts %d", m.depth, m.start_ts);
 		fprintf(stdout, ", %d snapshot(s)\n", nt);
 		for (int t = 0; t < nt && t < 1024; t++)
-			snapshot(in, j, &x, gids[g], ts[t], size, verify);
+			snapshot(in, j, &x, gids[g], ts[t], size, verify, NULL);
 	}
+	if (js)
+		json_close(js, ']');
 	for (int i = 0; i < x.ndirs; i++)
 		free(x.dirs[i]);
 	free(x.dirs);

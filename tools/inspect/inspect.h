@@ -104,7 +104,9 @@ void inspect_where_free(struct where_line *lines, int n);
 
 /* fenix.c: list (and with verify check) the job's Fenix groups and
  * snapshots, text only; problems through inspect_problem. */
-void inspect_fenix(struct inspect *in, const struct job *j, bool verify);
+struct json;
+/* The job's Fenix groups: as text, or into js ("fenix_groups") when given. */
+void inspect_fenix(struct inspect *in, const struct job *j, bool verify, struct json *js);
 
 /* json.c: a small writer for one document. */
 struct json {

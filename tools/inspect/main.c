@@ -397,6 +397,7 @@ static void job_json(struct inspect *in, struct job *j, const struct options *o,
 	}
 	if (o->where)
 		where(in, j, o, js);
+	inspect_fenix(in, j, o->verify, js);
 	json_close(js, '}');
 }
 
@@ -525,7 +526,7 @@ int main(int argc, char **argv)
 		list_text(&in, j);
 		if (j->verdicts)
 			fputs(j->verdicts, stdout);
-		inspect_fenix(&in, j, o.verify);
+		inspect_fenix(&in, j, o.verify, NULL);
 		if (o.verify) {
 			bool flush;
 			uint64_t from = inspect_restart_from(&in, j->name, &flush);
