@@ -254,21 +254,10 @@ static void snapshot(struct inspect *in, const struct job *j, const struct fxs *
 			bool ok = redundancy_info_feasible(info, dl, rl);
 
 			if (js) {
-				json_open(js, NULL, '{');
-				json_int(js, "set", info->set_id);
-				json_open(js, "slots", '[');
-				for (int q = 0; q < info->p; q++)
-					json_int(js, NULL, info->world[q]);
-				json_close(js, ']');
-				json_open(js, "lost", '[');
-				for (int q = 0; q < info->p; q++)
-					if (dl[q] || rl[q])
-						json_int(js, NULL, info->world[q]);
-				json_close(js, ']');
-				json_str(js, "scheme", info->scheme);
-				json_int(js, "tolerates", info->tolerance);
-				json_bool(js, "rebuildable", ok);
-				json_close(js, '}');
+				struct set_verdict sv = {info->set_id, info->p, info->tolerance,
+							 info->scheme, info->world, dl, rl, ok};
+
+				inspect_set_json(js, &sv, "slots");
 			} else {
 				fprintf(stdout,
 					"      set %d (slots %s): lost %s; scheme %s tolerates %d: %s\n",

@@ -123,5 +123,8 @@ void json_int(struct json *js, const char *key, long long v);
 void json_bool(struct json *js, const char *key, bool v);
 void json_null(struct json *js, const char *key);
 void json_end(struct json *js);
+/* One redundancy set's verdict as a JSON object, its members under the
+ * key members ("ranks" for checkpoints, "slots" for Fenix snapshots). */
+void inspect_set_json(struct json *js, const struct set_verdict *v, const char *members);
 
 #endif

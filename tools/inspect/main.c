@@ -340,28 +340,30 @@ static void ckpt_json(struct job *j, struct ckpt *c, struct json *js, bool verif
 		}
 		json_close(js, ']');
 		json_open(js, "sets", '[');
-		for (int k = 0; k < c->nsets; k++) {
-			const struct set_verdict *v = &c->sets[k];
-
-			json_open(js, NULL, '{');
-			json_int(js, "set", v->set_id);
-			json_str(js, "scheme", v->scheme);
-			json_int(js, "tolerance", v->tolerance);
-			json_open(js, "ranks", '[');
-			for (int x = 0; x < v->p; x++)
-				json_int(js, NULL, v->world[x]);
-			json_close(js, ']');
-			json_open(js, "lost", '[');
-			for (int x = 0; x < v->p; x++)
-				if (v->data_lost[x] || v->red_lost[x])
-					json_int(js, NULL, v->world[x]);
-			json_close(js, ']');
-			json_bool(js, "rebuildable", v->feasible);
-			json_close(js, '}');
-		}
+		for (int k = 0; k < c->nsets; k++)
+			inspect_set_json(js, &c->sets[k], "ranks");
 		json_close(js, ']');
 		json_close(js, '}');
 	}
+	json_close(js, '}');
+}
+
+void inspect_set_json(struct json *js, const struct set_verdict *v, const char *members)
+{
+	json_open(js, NULL, '{');
+	json_int(js, "set", v->set_id);
+	json_str(js, "scheme", v->scheme);
+	json_int(js, "tolerance", v->tolerance);
+	json_open(js, members, '[');
+	for (int x = 0; x < v->p; x++)
+		json_int(js, NULL, v->world[x]);
+	json_close(js, ']');
+	json_open(js, "lost", '[');
+	for (int x = 0; x < v->p; x++)
+		if (v->data_lost[x] || v->red_lost[x])
+			json_int(js, NULL, v->world[x]);
+	json_close(js, ']');
+	json_bool(js, "rebuildable", v->feasible);
 	json_close(js, '}');
 }
 
