@@ -3,6 +3,7 @@
 
 #include "agree.h"
 #include "callstack.h"
+#include "exits.h"
 #include "fds.h"
 #include "libraries.h"
 #include "log.h"
@@ -27,6 +28,7 @@ static const struct part_ops *const parts[] = {
     &mappings_part,  /* checked after the libraries are back: they are among the mappings */
     &callstack_part, /* saved only, for stasis-inspect */
     &procname_part,  /* restart only: /proc's command line, once the stack is back */
+    &exits_part,     /* registered again last, once everything they may touch is back */
 };
 #define NPARTS ((int)(sizeof(parts) / sizeof(parts[0])))
 

@@ -68,10 +68,11 @@ enum section_kind {
 	SECTION_THREADS = 10,	/* application threads: struct threads_record */
 	SECTION_LIBRARIES = 11, /* libraries loaded with dlopen(): struct libraries_record */
 	SECTION_TIMERS = 12,	/* POSIX timers (timer_create): struct timers_record */
+	SECTION_EXITS = 13,	/* exit handlers registered after MPI_Init: struct exits_record */
 };
 
 #define SECTION_FIRST SECTION_MPI
-#define SECTION_LAST SECTION_TIMERS
+#define SECTION_LAST SECTION_EXITS
 
 enum region_flags {
 	REGION_PARTIAL = 1u << 0, /* incremental: bitmap + dirty pages only */
@@ -191,6 +192,29 @@ struct timers_record {
 	char magic[8]; /* STASIS_TIMERS_MAGIC */
 	uint32_t record_size; /* sizeof(struct ptimer_record) */
 	uint32_t ntimers;
+};
+
+/* SECTION_EXITS: the exit handlers the program registered after MPI_Init
+ * (process/exits.h), in the order it registered them: a struct exits_record
+ * and nexits struct exit_record. */
+#define STASIS_EXITS_MAGIC "STASISEX"
+
+enum exit_kind {
+	EXIT_CXA = 1,	  /* __cxa_atexit(fn, arg, dso); atexit() is one */
+	EXIT_ON_EXIT = 2, /* on_exit(fn, arg) */
+	EXIT_THREAD = 3,  /* __cxa_thread_atexit_impl(fn, arg, dso), main thread */
+};
+
+struct exit_record {
+	uint32_t kind; /* enum exit_kind */
+	uint32_t reserved;
+	uint64_t fn, arg, dso;
+};
+
+struct exits_record {
+	char magic[8]; /* STASIS_EXITS_MAGIC */
+	uint32_t record_size; /* sizeof(struct exit_record) */
+	uint32_t nexits;
 };
 
 /* SECTION_MAPPINGS: what the image expects of the address space it is put back

@@ -142,13 +142,21 @@ static bool placed(uintptr_t top, int *fresh, int *nfresh, uintptr_t *low)
 
 /* --- dlopen ---------------------------------------------------------------- */
 
+__thread int libraries_loading;
+
 static void *real_dlopen(const char *file, int mode)
 {
 	static void *(*real)(const char *, int);
+	void *handle;
 
 	if (!real)
 		real = (void *(*)(const char *, int))stasis_next_symbol("dlopen");
-	return real ? real(file, mode) : NULL;
+	if (!real)
+		return NULL;
+	libraries_loading++;
+	handle = real(file, mode);
+	libraries_loading--;
+	return handle;
 }
 
 /* A bare name is searched for as ld.so would for the calling object (its

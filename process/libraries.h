@@ -42,6 +42,10 @@ int libraries_init(void);
  * loaded anyway and switches checkpoints off, naming it. */
 void *libraries_dlopen(const char *file, int mode, uintptr_t caller);
 
+/* Non-zero on a thread inside the program's dlopen() (its libraries'
+ * constructors run then, and run again when a restart loads them). */
+extern __thread int libraries_loading;
+
 /* dlopen() handles: the program sees, for its libraries, a value that is
  * the same in every run (ld.so's handle is a pointer into the runtime's
  * heap). libraries_handle turns a real handle into the program's,
