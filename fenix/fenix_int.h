@@ -17,6 +17,8 @@
 #ifndef STASIS_FENIX_INT_H
 #define STASIS_FENIX_INT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -51,6 +53,17 @@ struct fx_group {
 	struct fx_member *m;
 	int nm;
 	struct redundancy_set *set;
+	/* An istore in flight (fx_async.c): a thread writes snapshot ts's .dat
+	 * from the staging copy; its redundancy is encoded when it completes. */
+	struct fx_async {
+		/* The writer is detached and says it is done (fx_async.c):
+		 * a transparent checkpoint never falls while it writes
+		 * (fx_section_begin), so a restart finds it done. */
+		bool pending;	     /* istored, not yet completed */
+		atomic_bool written; /* the writer is done: ret and why are its */
+		int ts, ret, section;
+		struct why why;
+	} async;
 	struct fx_group *next;
 };
 
@@ -117,6 +130,27 @@ int fx_remove_snapshot(int gid, int ts, int slot);
 int fx_members(int gid, int ts, int slot, int (*mi)[3], int max);
 int fx_write_meta(struct fx_group *g);
 int fx_read_meta(int gid, int policy[3]);
+
+/* store and istore up to the data (fx_store.c), collective: a pending
+ * istore completed, the subset checked on every rank, the stored elements
+ * staged, the policy written at the first store. *g the group; a Fenix
+ * code agreed over the group. */
+int fx_stage_checked(int gid, int mid, const Fenix_Data_subset *s, struct fx_group **g);
+
+/* istore in the background (fx_async.c). fx_async_start: the thread
+ * writes g's staged data as snapshot ts. fx_async_join: local, waits for
+ * it (every call that reads or changes the group's members first). Then
+ * fx_async_finish, collective: joins, agrees on the result and encodes the
+ * redundancy; a Fenix code (FENIX_SUCCESS when nothing was pending). */
+int fx_async_start(struct fx_group *g, int ts, int section);
+void fx_async_join(struct fx_group *g);
+int fx_async_finish(struct fx_group *g, int error_code);
+
+/* Under stasis-run (fx_section.c): a section of calls no checkpoint may
+ * fall inside; begin returns the token end takes (0: no stasis). end may
+ * run on another thread. */
+int fx_section_begin(void);
+void fx_section_end(int token);
 
 /* Redundancy (fx_red.c). */
 int fx_set(struct fx_group *g, struct why *why);

@@ -18,6 +18,8 @@ int fx_group_get(int gid, struct fx_group **g)
 	if (!fx.init)
 		return FENIX_ERROR_UNINITIALIZED;
 	*g = fx_group_find(gid);
+	if (*g)
+		fx_async_join(*g);
 	return *g ? 0 : FENIX_ERROR_INVALID_GROUPID;
 }
 
@@ -157,6 +159,7 @@ int Fenix_Data_group_delete(int gid)
 		pp = &g->next;
 	if (!g || gid == FENIX_DATA_GROUP_WORLD_ID)
 		return FENIX_ERROR_INVALID_GROUPID;
+	fx_async_join(g);
 	int ts[FX_MAX_SNAPS], n = fx_list_done(gid, g->rank, ts, FX_MAX_SNAPS);
 	for (int i = 0; i < n; i++)
 		fx_remove_snapshot(gid, ts[i], g->rank);

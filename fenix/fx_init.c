@@ -148,8 +148,9 @@ void Fenix_Init_spec(MPI_Comm comm, MPI_Comm *newcomm, int *role, int *argc, cha
 		     int spare_ranks, int spawn, MPI_Info info, int *error)
 {
 	(void)argc, (void)argv;
-	int dummy;
+	int dummy, section = fx_section_begin();
 	init(comm, newcomm, role ? role : &dummy, spare_ranks, spawn, info, error);
+	fx_section_end(section);
 }
 
 void Fenix_Init_ref(int *role, MPI_Comm comm, MPI_Comm *newcomm, int *argc, char ***argv,
@@ -260,10 +261,15 @@ int Fenix_Finalize(void)
 {
 	if (!fx.init || fx.finalized)
 		return FENIX_ERROR_UNINITIALIZED;
+	int section = fx_section_begin();
+	/* An istore never waited for ends with its writer. */
+	for (struct fx_group *g = fx.groups; g; g = g->next)
+		fx_async_join(g);
 	/* Releases the spares waiting in Fenix_Init. */
 	MPI_Barrier(fx.world);
 	fx_proc_survived();
 	fx.finalized = true;
 	MPI_Comm_free(&fx.world);
+	fx_section_end(section);
 	return FENIX_SUCCESS;
 }

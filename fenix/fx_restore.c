@@ -87,7 +87,7 @@ static int merge(struct fx_group *g, int mid, int dtsize, const int *c, int nc, 
 	return 0;
 }
 
-static int restore(int gid, int mid, void *target, int max_count, int ts, Fenix_Data_subset *found,
+static int restore_now(int gid, int mid, void *target, int max_count, int ts, Fenix_Data_subset *found,
 		   int source, bool from_rank)
 {
 	struct fx_group *g;
@@ -207,6 +207,15 @@ done:
 	free(src);
 	free(out);
 	free(filled);
+	return code;
+}
+
+static int restore(int gid, int mid, void *target, int max_count, int ts, Fenix_Data_subset *found,
+		   int source_rank, bool from_rank)
+{
+	int section = fx_section_begin();
+	int code = restore_now(gid, mid, target, max_count, ts, found, source_rank, from_rank);
+	fx_section_end(section);
 	return code;
 }
 

@@ -192,10 +192,16 @@ int fx_list_done(int gid, int slot, int *ts, int max)
 		return -errno;
 	int n = 0;
 	struct dirent *e;
+	/* A snapshot at or past the group's next ts was committed by a run
+	 * that stasis-restart rolled back (the program's memory is from an
+	 * earlier checkpoint): not this run's, and replaced as this run
+	 * commits those ts again. */
+	const struct fx_group *grp = fx_group_find(gid);
 	while ((e = readdir(d))) {
 		int g, t, s, end = 0;
 		if (sscanf(e->d_name, "g%d-t%d.c%d.done%n", &g, &t, &s, &end) == 3 &&
-		    !e->d_name[end] && g == gid && s == slot && n < max)
+		    !e->d_name[end] && g == gid && s == slot && n < max &&
+		    (!grp || t < grp->next_ts))
 			ts[n++] = t;
 	}
 	closedir(d);

@@ -1,7 +1,8 @@
 /* Fenix store, commit and the snapshot bookkeeping. store is collective:
  * it stages the stored elements, writes this slot's .dat of the next
  * snapshot and protects it with the group's redundancy set before it
- * returns; commit is local: it writes the commit record. A kill anywhere
+ * returns (istore does the same in the background, fx_async.c); commit is
+ * local: it writes the commit record. A kill anywhere
  * leaves the older snapshots whole (no .done is touched before the new one
  * is complete) and the new one absent. */
 #include <stdlib.h>
@@ -53,31 +54,42 @@ static int stage(struct fx_member *m, const Fenix_Data_subset *s)
 	return 0;
 }
 
-int Fenix_Data_member_store(int gid, int mid, Fenix_Data_subset s)
+int fx_stage_checked(int gid, int mid, const Fenix_Data_subset *s, struct fx_group **out)
 {
 	struct fx_group *g;
 	int found = fx_group_get(gid, &g);
 	if (found)
 		return found;
-	int code = 0;
-	if (mid != FENIX_DATA_MEMBER_ALL && !fx_member_find(g, mid))
+	/* An istore not yet completed is, first (collective, as this call). */
+	int code = fx_async_finish(g, FENIX_ERROR_DATA_WAIT);
+	if (!code && mid != FENIX_DATA_MEMBER_ALL && !fx_member_find(g, mid))
 		code = FENIX_ERROR_INVALID_MEMBERID;
 	for (int i = 0; i < g->nm && !code; i++)
 		if (mid == FENIX_DATA_MEMBER_ALL || g->m[i].mid == mid)
-			code = check_subset(&g->m[i], &s);
+			code = check_subset(&g->m[i], s);
 	code = fx_agree(g->comm, code);
 	if (code)
 		return code;
 	for (int i = 0; i < g->nm && !code; i++)
 		if (mid == FENIX_DATA_MEMBER_ALL || g->m[i].mid == mid)
-			code = stage(&g->m[i], &s);
-	struct why why = WHY_INIT;
-	int ret = 0;
-	if (!code && !g->frozen)
-		ret = fx_write_meta(g);
-	if (!code && !ret)
-		ret = fx_write_dat(g, g->next_ts, &why);
+			code = stage(&g->m[i], s);
+	int ret = !code && !g->frozen ? fx_write_meta(g) : 0;
 	code = fx_agree(g->comm, code ? code : ret ? FENIX_ERROR_INTERN : 0);
+	if (ret)
+		fx_say(0, "store of group %d: cannot write its policy record", gid);
+	*out = g;
+	return code;
+}
+
+static int store(int gid, int mid, Fenix_Data_subset s)
+{
+	struct fx_group *g;
+	int code = fx_stage_checked(gid, mid, &s, &g);
+	if (code)
+		return code;
+	struct why why = WHY_INIT;
+	int ret = fx_write_dat(g, g->next_ts, &why);
+	code = fx_agree(g->comm, ret ? FENIX_ERROR_INTERN : 0);
 	if (code) {
 		if (ret)
 			fx_say(0, "store of group %d: %s", gid, why.msg[0] ? why.msg : "cannot write");
@@ -97,45 +109,28 @@ int Fenix_Data_member_store(int gid, int mid, Fenix_Data_subset s)
 	return FENIX_SUCCESS;
 }
 
+int Fenix_Data_member_store(int gid, int mid, Fenix_Data_subset s)
+{
+	int section = fx_section_begin();
+	int code = store(gid, mid, s);
+	fx_section_end(section);
+	return code;
+}
+
 /* The subset extents may differ per rank: stasis pads them alike anyway. */
 int Fenix_Data_member_storev(int gid, int mid, Fenix_Data_subset s)
 {
 	return Fenix_Data_member_store(gid, mid, s);
 }
 
-/* istore completes before it returns (not yet in the background): its
- * request is a completed one. */
-int Fenix_Data_member_istore(int gid, int mid, Fenix_Data_subset s, Fenix_Request *req)
-{
-	if (req)
-		*req = (Fenix_Request){MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-	return Fenix_Data_member_store(gid, mid, s);
-}
-
-int Fenix_Data_member_istorev(int gid, int mid, Fenix_Data_subset s, Fenix_Request *req)
-{
-	return Fenix_Data_member_istore(gid, mid, s, req);
-}
-
-int Fenix_Data_wait(Fenix_Request req)
-{
-	(void)req;
-	return fx.init ? FENIX_SUCCESS : FENIX_ERROR_UNINITIALIZED;
-}
-
-int Fenix_Data_test(Fenix_Request req, int *flag)
-{
-	(void)req;
-	if (flag)
-		*flag = 1;
-	return fx.init ? FENIX_SUCCESS : FENIX_ERROR_UNINITIALIZED;
-}
-
 /* Local: the staged data becomes snapshot next_ts. */
-static int commit(struct fx_group *g, int *ts)
+static int commit_now(struct fx_group *g, int *ts)
 {
 	struct why why = WHY_INIT;
-	int ret = 0;
+	/* An istore the program did not wait for completes here. */
+	int ret = fx_async_finish(g, FENIX_ERROR_INTERN);
+	if (ret)
+		return ret;
 	if (!g->staged) /* nothing stored: an empty snapshot, no redundancy needed */
 		ret = fx_write_dat(g, g->next_ts, &why);
 	if (!ret)
@@ -153,6 +148,14 @@ static int commit(struct fx_group *g, int *ts)
 		if (g->m[i].mask)
 			memset(g->m[i].mask, 0, (size_t)g->m[i].stage_count);
 	return FENIX_SUCCESS;
+}
+
+static int commit(struct fx_group *g, int *ts)
+{
+	int section = fx_section_begin();
+	int code = commit_now(g, ts);
+	fx_section_end(section);
+	return code;
 }
 
 /* Keep the depth + 1 newest of this rank's snapshots (depth -1: all). */

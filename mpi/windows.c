@@ -177,6 +177,17 @@ void windows_opening(void)
 	}
 }
 
+void windows_section_begin(void)
+{
+	windows_opening();
+}
+
+void windows_section_end(void)
+{
+	__atomic_sub_fetch(&npscw, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&nsynced, 1, __ATOMIC_RELAXED);
+}
+
 void windows_opened(MPI_Win v, int ok, int epoch)
 {
 	struct win *w = ok ? win_of(v) : NULL;

@@ -73,6 +73,13 @@ enum { WIN_ACCESS, WIN_EXPOSURE };
 void windows_opening(void);
 void windows_opened(MPI_Win v, int ok, int epoch);
 void windows_completed(MPI_Win v, int unused1, int unused2);
+/* A library's section that no checkpoint may fall inside (libfenix's
+ * store: its files half written, its descriptors open), counted as an
+ * epoch of post/start/complete/wait: begun where a rank may wait as at a
+ * collective's entry, never stopped in, a checkpoint attempt given up if
+ * one was under way. end may be called on another thread. */
+void windows_section_begin(void);
+void windows_section_end(void);
 void windows_waited(MPI_Win v, int unused1, int unused2);
 void windows_tested(MPI_Win v, int *flag, int unused);
 void windows_attached(MPI_Win v, void *base, MPI_Aint size);

@@ -28,13 +28,18 @@
 #                 then another active rank: spares used highest first,
 #                 then the communicator shrinks with
 #                 FENIX_WARNING_SPARE_RANKS_DEPLETED on every rank
+#   checkpointed  fx_ring under stasis-run (transparent checkpoints every
+#                 second, the Data API on the program's communicators),
+#                 the whole job SIGKILLed after its second checkpoint and
+#                 resumed by stasis-restart: checksums equal the
+#                 uninterrupted run's
 # Exit 0 pass, 1 fail.
 set -euo pipefail
 B=${STASIS_BUILD:?}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 T=$(mktemp -d /dev/shm/stasis-fenix.XXXXXX)
 chmod 700 "$T"
-trap 'rm -rf "$T"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; for f in "$T"/*.out; do echo "== $f"; tail -20 "$f"; done; exit 1; }
 run() { # run DIR NAME [env...] -- args: mpirun -np 4, output to $T/NAME.out
 	local dir=$1 name=$2
@@ -211,6 +216,34 @@ shrink)
 	[ "$(grep -c 'stored by 4 ranks, restored by 3' "$T/s.out")" = 1 ] || fail "no one-line refusal"
 	[ "$(sums ref | grep -v 'rank 3 ')" = "$(sums s)" ] || fail "restore_from_rank data differ"
 	echo "ok: restore refused after a shrink, restore_from_rank bit for bit"
+	;;
+checkpointed)
+	args=(1000 4000 -1 0 xor)
+	run ref ref -- "$B/tests/fenix/fx_ring" "${args[@]}" || fail "reference run"
+	STASIS_DIR="$T/s/%r" STASIS_JOB=fx STASIS_INTERVAL=1 STASIS_VERBOSE=1 setsid \
+		timeout -k 5 90 "$B/tools/stasis-run" mpirun --oversubscribe -np 4 \
+		"$B/tests/fenix/fx_ring" "${args[@]}" >"$T/s1.out" 2>&1 &
+	job=$!
+	for _ in $(seq 1500); do
+		[ "$(grep -c 'checkpoint .* committed' "$T/s1.out" 2>/dev/null)" -ge 2 ] && break
+		sleep 0.02
+	done
+	# Open MPI gives every rank a process group of its own: the session
+	# (setsid) holds them all. bash's "Killed" report stays out of the log.
+	exec {err}>&2 2>/dev/null
+	for _ in $(seq 100); do
+		pkill -9 -s "$job" || break
+		sleep 0.1
+	done
+	wait $job || true
+	exec 2>&"$err" {err}>&-
+	[ "$(grep -c 'checkpoint .* committed' "$T/s1.out")" -ge 2 ] || fail "no second checkpoint"
+	! grep -q checksum "$T/s1.out" || fail "the job ended before it was killed"
+	STASIS_DIR="$T/s/%r" STASIS_JOB=fx timeout -k 5 90 "$B/tools/stasis-restart" mpirun \
+		--oversubscribe -np 4 "$B/tests/fenix/fx_ring" "${args[@]}" >"$T/s2.out" 2>&1 ||
+		fail "stasis-restart exit $?"
+	[ "$(sums ref)" = "$(sums s2)" ] || fail "checksums differ from the uninterrupted run's"
+	echo "ok: a Fenix ring under stasis-run, killed after two checkpoints, resumed equal"
 	;;
 installed)
 	# meson install gives libfenix.so.1 (Fenix_* only), fenix.h and fenix.pc,

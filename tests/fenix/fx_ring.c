@@ -1,6 +1,7 @@
 /* A ring on Fenix (reference dialect): each step every rank passes its
  * vector to the next rank, adds its rank to it, stores the vector and the
- * step in a Fenix group and commits with a barrier. Rank <kill> SIGKILLs
+ * step in a Fenix group (store, or istore completed by wait or by the
+ * commit) and commits with a barrier. Rank <kill> SIGKILLs
  * itself after step <kill_step> of the first launch; the job is launched
  * again (STASIS_FENIX_EPOCH=1; spawn 1: the relaunched rank takes its place
  * back, role RECOVERED, the others SURVIVOR), restores and goes on. The
@@ -76,7 +77,20 @@ int main(int argc, char **argv)
 		for (int i = 0; i < n; i++)
 			v[i] = in[i] * 0.999 + rank + i * 1e-6;
 		step++;
-		Fenix_Data_member_store(7, FENIX_DATA_MEMBER_ALL, FENIX_DATA_SUBSET_FULL);
+		/* Stored three ways in turn: store; istore then wait; istore
+		 * tested until written, completed by the commit. */
+		if (step % 3 == 0) {
+			Fenix_Data_member_store(7, FENIX_DATA_MEMBER_ALL, FENIX_DATA_SUBSET_FULL);
+		} else {
+			Fenix_Request req;
+			int written = 0;
+			Fenix_Data_member_istore(7, FENIX_DATA_MEMBER_ALL, FENIX_DATA_SUBSET_FULL, &req);
+			if (step % 3 == 1)
+				Fenix_Data_wait(req);
+			else
+				while (!written)
+					Fenix_Data_test(req, &written);
+		}
 		Fenix_Data_commit_barrier(7, NULL);
 		if (rank == 0 && pd) {
 			printf("committed %d\n", step);
