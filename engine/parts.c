@@ -15,11 +15,13 @@
 #include "sigstate.h"
 #include "section.h"
 #include "threads.h"
+#include "windows.h"
 
 /* The only place the order is written; each position has its reason
  * (session/part.h describes the stages). */
 static const struct part_ops *const parts[] = {
     &mpi_part,	     /* first to be made again: the memory names MPI objects by virtual handle */
+    &shared_windows_part, /* their parts written back once the windows are made again */
     &libraries_part, /* before threads: their code and TLS may be in these libraries */
     &threads_part,   /* stopped first and resumed last; released last on a restart */
     &files_part,     /* checked before anything of a restart changes the process */

@@ -69,10 +69,11 @@ enum section_kind {
 	SECTION_LIBRARIES = 11, /* libraries loaded with dlopen(): struct libraries_record */
 	SECTION_TIMERS = 12,	/* POSIX timers (timer_create): struct timers_record */
 	SECTION_EXITS = 13,	/* exit handlers registered after MPI_Init: struct exits_record */
+	SECTION_SHARED_WINDOWS = 14, /* this rank's parts of shared windows: struct shwin_record */
 };
 
 #define SECTION_FIRST SECTION_MPI
-#define SECTION_LAST SECTION_EXITS
+#define SECTION_LAST SECTION_SHARED_WINDOWS
 
 enum region_flags {
 	REGION_PARTIAL = 1u << 0, /* incremental: bitmap + dirty pages only */
@@ -215,6 +216,23 @@ struct exits_record {
 	char magic[8]; /* STASIS_EXITS_MAGIC */
 	uint32_t record_size; /* sizeof(struct exit_record) */
 	uint32_t nexits;
+};
+
+/* SECTION_SHARED_WINDOWS: this rank's parts of the shared-memory windows
+ * (MPI_Win_allocate_shared, mpi/windows_shared.c), which are not in the
+ * memory regions: a struct shwin_record, nwindows struct shwin_entry, then
+ * each part's bytes in that order, each padded to 8. */
+#define STASIS_SHWIN_MAGIC "STASISSW"
+
+struct shwin_entry {
+	uint64_t base; /* the part's address (in the shared segment) */
+	uint64_t len;  /* its bytes */
+};
+
+struct shwin_record {
+	char magic[8]; /* STASIS_SHWIN_MAGIC */
+	uint32_t entry_size; /* sizeof(struct shwin_entry) */
+	uint32_t nwindows;
 };
 
 /* SECTION_MAPPINGS: what the image expects of the address space it is put back

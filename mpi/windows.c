@@ -17,8 +17,7 @@
 #include "dirty.h"
 #include "session.h"
 #include "windows.h"
-
-enum win_flavor { WF_CREATE, WF_ALLOCATE, WF_DYNAMIC };
+#include "windows_int.h"
 
 struct win_region {
 	void *base;
@@ -356,8 +355,7 @@ static void expose_all(void)
 			continue;
 		r = recread_open(rec->data, rec->len);
 		recread_handle(&r, VH_COMM);
-		recread_int(&r);
-		{
+		if (recread_int(&r) != WF_SHARED) {
 			void *base = (void *)(uintptr_t)recread_u64(&r);
 			MPI_Aint size = (MPI_Aint)recread_u64(&r);
 
@@ -385,8 +383,8 @@ void windows_checkpointed(MPI_Comm comm)
 
 /* The program made real (collective over real_comm): a virtual handle for
  * it, with a communicator of stasis's to count its fences. */
-static MPI_Win made(MPI_Comm real_comm, int flavor, void *base, MPI_Aint size, int disp_unit,
-		    MPI_Win real, const char *call)
+MPI_Win windows_made(MPI_Comm real_comm, int flavor, void *base, MPI_Aint size, int disp_unit,
+		     MPI_Win real, const char *call, const void *extra, size_t extra_len)
 {
 	struct rec_builder b = {0};
 	struct mpi_record *rec;
@@ -412,8 +410,11 @@ static MPI_Win made(MPI_Comm real_comm, int flavor, void *base, MPI_Aint size, i
 	recbuf_u64(&b, (uint64_t)(uintptr_t)base);
 	recbuf_u64(&b, (uint64_t)size);
 	recbuf_int(&b, disp_unit);
+	if (extra_len)
+		recbuf_put(&b, extra, extra_len);
 	w->create_len = b.len;
-	expose(base, size);
+	if (flavor != WF_SHARED) /* a shared segment is not tracked memory */
+		expose(base, size);
 	rec = rec_make(VH_WIN, &b, 0);
 	v = rec ? vh_mint(VH_WIN, real, 0, rec) : NULL;
 	if (!v) {
@@ -441,8 +442,8 @@ EXPORT int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info inf
 			      VH_REAL(VH_COMM, MPI_Comm, comm), win);
 	coord_collective_done(comm);
 	if (ret == MPI_SUCCESS)
-		*win = made(VH_REAL(VH_COMM, MPI_Comm, comm), WF_CREATE, base, size, disp_unit,
-			    *win, "MPI_Win_create");
+		*win = windows_made(VH_REAL(VH_COMM, MPI_Comm, comm), WF_CREATE, base, size, disp_unit,
+			    *win, "MPI_Win_create", NULL, 0);
 	stasis_depth--;
 	return ret;
 }
@@ -451,8 +452,8 @@ EXPORT int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info inf
  * raised: some MPIs make a window with MPI_Win_allocate where they cannot
  * with MPI_Win_create (Open MPI 4.1 on one rank: only osc/sm, which makes
  * none over given memory). */
-static int create_quietly(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm real,
-			  MPI_Win *win)
+int windows_create_quietly(void *base, MPI_Aint size, int disp_unit, MPI_Info info,
+			   MPI_Comm real, MPI_Win *win)
 {
 	MPI_Errhandler eh;
 	int ret;
@@ -487,8 +488,8 @@ static int allocate_unprotected(MPI_Aint size, int disp_unit, MPI_Info info, MPI
 	session_unsupported(feature);
 	memcpy(&base, baseptr, sizeof(base));
 	/* Recorded as over the program's memory: never freed by stasis. */
-	*win = made(VH_REAL(VH_COMM, MPI_Comm, comm), WF_CREATE, base, size, disp_unit, *win,
-		    "MPI_Win_allocate");
+	*win = windows_made(VH_REAL(VH_COMM, MPI_Comm, comm), WF_CREATE, base, size, disp_unit, *win,
+		    "MPI_Win_allocate", NULL, 0);
 	return MPI_SUCCESS;
 }
 
@@ -506,7 +507,7 @@ EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Com
 	 * cache line, as MPI's own pools give. */
 	base = size < 0 ? NULL : arena_memalign(64, size ? (size_t)size : 1);
 	coord_collective(comm);
-	ret = create_quietly(base, base ? size : 0, disp_unit, VH_REAL(VH_INFO, MPI_Info, info),
+	ret = windows_create_quietly(base, base ? size : 0, disp_unit, VH_REAL(VH_INFO, MPI_Info, info),
 			     VH_REAL(VH_COMM, MPI_Comm, comm), win);
 	if (ret != MPI_SUCCESS && base) {
 		arena_free(base);
@@ -523,8 +524,8 @@ EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Com
 	}
 	if (ret == MPI_SUCCESS) {
 		memcpy(baseptr, &base, sizeof(base));
-		*win = made(VH_REAL(VH_COMM, MPI_Comm, comm), WF_ALLOCATE, base, size, disp_unit,
-			    *win, "MPI_Win_allocate");
+		*win = windows_made(VH_REAL(VH_COMM, MPI_Comm, comm), WF_ALLOCATE, base, size, disp_unit,
+			    *win, "MPI_Win_allocate", NULL, 0);
 	} else if (base) {
 		arena_free(base);
 	}
@@ -543,8 +544,8 @@ EXPORT int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
 				      VH_REAL(VH_COMM, MPI_Comm, comm), win);
 	coord_collective_done(comm);
 	if (ret == MPI_SUCCESS)
-		*win = made(VH_REAL(VH_COMM, MPI_Comm, comm), WF_DYNAMIC, NULL, 0, 1, *win,
-			    "MPI_Win_create_dynamic");
+		*win = windows_made(VH_REAL(VH_COMM, MPI_Comm, comm), WF_DYNAMIC, NULL, 0, 1, *win,
+			    "MPI_Win_create_dynamic", NULL, 0);
 	stasis_depth--;
 	return ret;
 }
@@ -583,6 +584,8 @@ EXPORT int MPI_Win_free(MPI_Win *win)
 				mpi_freed(VH_COMM, w->comm);
 			if (w->base)
 				arena_free(w->base);
+			if (w->flavor == WF_SHARED)
+				windows_shared_freed(v);
 			free(w->regions);
 			free(w);
 		}
@@ -662,11 +665,18 @@ int windows_replay(struct mpi_record *rec, MPI_Win *real, struct why *why)
 	int ret;
 
 	read_create(&r, &st);
-	if (r.bad || st.flavor < WF_CREATE || st.flavor > WF_DYNAMIC) {
+	if (r.bad || st.flavor < WF_CREATE || st.flavor > WF_SHARED) {
 		recread_done(&r);
 		return why_set(why, -EBADMSG, "the record of an MPI window is damaged");
 	}
-	/* The memory is the program's or the arena's, back at its address. */
+	/* The memory is the program's or the arena's, back at its address;
+	 * a shared window's segment is mapped again first. */
+	if (st.flavor == WF_SHARED) {
+		ret = windows_shared_replay(&r, vh_value(VH_WIN, rec->index), st.comm, st.base,
+					    st.size, st.disp_unit, real, why);
+		recread_done(&r);
+		return ret;
+	}
 	if (st.flavor == WF_DYNAMIC)
 		ret = PMPI_Win_create_dynamic(MPI_INFO_NULL, st.comm, real);
 	else
@@ -690,6 +700,8 @@ static int apply_one(struct mpi_record *rec, struct vh_entry *e)
 	if (!w)
 		goto out;
 	read_create(&r, &st);
+	if (st.flavor == WF_SHARED)
+		windows_shared_skip(&r);
 	w->create_len = rec->len - (size_t)(r.end - r.p);
 	w->fence = recread_int(&r);
 	w->lock_all = recread_int(&r);

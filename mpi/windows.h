@@ -35,9 +35,9 @@
  * as STOP was on its way, is seen by the rank's answer to STOP (coord.h),
  * on which the attempt is given up and the ranks go on.
  *
- * Refused, named: MPI_Win_allocate_shared (its memory is one mapping
- * shared by the ranks of a node: saved by each rank, it would come back as
- * private copies).
+ * MPI_Win_allocate_shared's memory is one mapping shared by the ranks of a
+ * node: stasis makes it itself (windows_shared.c says how), saves each
+ * rank's part and maps it again, shared, at a restart.
  *
  * Windows made through the Fortran bindings are made by the C wrappers
  * (windows_f.c); attributes cached on windows are snapshot.c's, as those
@@ -48,6 +48,7 @@
 #include <mpi.h>
 #include <stdbool.h>
 
+#include "part.h"
 #include "record.h"
 #include "why.h"
 
@@ -79,6 +80,10 @@ void windows_completed(MPI_Win v, int unused1, int unused2);
  * collective's entry, never stopped in, a checkpoint attempt given up if
  * one was under way. end may be called on another thread. */
 void windows_section_begin(void);
+/* The ranks' parts of shared-memory windows (windows_shared.c), saved in
+ * SECTION_SHARED_WINDOWS and written back after the windows are made again
+ * (session/part.h). */
+extern const struct part_ops shared_windows_part;
 void windows_section_end(void);
 void windows_waited(MPI_Win v, int unused1, int unused2);
 void windows_tested(MPI_Win v, int *flag, int unused);

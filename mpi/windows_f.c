@@ -72,36 +72,40 @@ EXPORT void mpi_win_free_(MPI_Fint *win, MPI_Fint *ierr)
 }
 FORTRAN_ALIASES(mpi_win_free, MPI_WIN_FREE)
 
+EXPORT void mpi_win_allocate_shared_(MPI_Aint *size, MPI_Fint *disp_unit, MPI_Fint *info,
+				     MPI_Fint *comm, void *baseptr, MPI_Fint *win, MPI_Fint *ierr)
+{
+	MPI_Win w = MPI_WIN_NULL;
+
+	win_out(MPI_Win_allocate_shared(*size, *disp_unit, vh_f2c(VH_INFO, *info),
+					vh_f2c(VH_COMM, *comm), baseptr, &w),
+		&w, win, ierr);
+}
+FORTRAN_ALIASES(mpi_win_allocate_shared, MPI_WIN_ALLOCATE_SHARED)
+
+EXPORT void mpi_win_shared_query_(MPI_Fint *win, MPI_Fint *rank, MPI_Aint *size,
+				  MPI_Fint *disp_unit, void *baseptr, MPI_Fint *ierr)
+{
+	int du = 0;
+
+	*ierr = MPI_Win_shared_query(vh_f2c(VH_WIN, *win), *rank, size, &du, baseptr);
+	*disp_unit = du;
+}
+FORTRAN_ALIASES(mpi_win_shared_query, MPI_WIN_SHARED_QUERY)
+
 /* The C_PTR forms of use mpi, which mpi.h does not declare (so the
- * generated wrappers do not cover them): a shared-memory window is refused
- * as MPI_Win_allocate_shared is (windows.h); a query translates the window. */
+ * generated wrappers do not cover them): the same as the others. */
 EXPORT void mpi_win_allocate_shared_cptr_(MPI_Aint *size, MPI_Fint *disp_unit, MPI_Fint *info,
 					  MPI_Fint *comm, void *baseptr, MPI_Fint *win,
 					  MPI_Fint *ierr)
 {
-	static void (*real)(MPI_Aint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, void *, MPI_Fint *,
-			    MPI_Fint *);
-	MPI_Fint rinfo = vh_real_f(VH_INFO, *info), rcomm = vh_real_f(VH_COMM, *comm);
-
-	stasis_depth++;
-	session_unsupported("MPI_WIN_ALLOCATE_SHARED");
-	if (!real)
-		real = stasis_next_symbol("mpi_win_allocate_shared_cptr_");
-	real(size, disp_unit, &rinfo, &rcomm, baseptr, win, ierr);
-	stasis_depth--;
+	mpi_win_allocate_shared_(size, disp_unit, info, comm, baseptr, win, ierr);
 }
 FORTRAN_ALIASES(mpi_win_allocate_shared_cptr, MPI_WIN_ALLOCATE_SHARED_CPTR)
 
 EXPORT void mpi_win_shared_query_cptr_(MPI_Fint *win, MPI_Fint *rank, MPI_Aint *size,
 				       MPI_Fint *disp_unit, void *baseptr, MPI_Fint *ierr)
 {
-	static void (*real)(MPI_Fint *, MPI_Fint *, MPI_Aint *, MPI_Fint *, void *, MPI_Fint *);
-	MPI_Fint rwin = vh_real_f(VH_WIN, *win);
-
-	stasis_depth++;
-	if (!real)
-		real = stasis_next_symbol("mpi_win_shared_query_cptr_");
-	real(&rwin, rank, size, disp_unit, baseptr, ierr);
-	stasis_depth--;
+	mpi_win_shared_query_(win, rank, size, disp_unit, baseptr, ierr);
 }
 FORTRAN_ALIASES(mpi_win_shared_query_cptr, MPI_WIN_SHARED_QUERY_CPTR)

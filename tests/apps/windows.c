@@ -25,7 +25,12 @@
  *            odd steps a loop of MPI_Win_test); no collective in the loop,
  *            so that no rank waits at one when a checkpoint is asked for
  *            (with Open MPI's osc/rdma, MPI_Win_start waits for the posts)
- *   shared   MPI_Win_allocate_shared (refused: checkpoints switch off)
+ *   shared   MPI_Win_allocate_shared on the node's communicator
+ *            (MPI_Comm_split_type): each step reads its neighbours' edge
+ *            values straight from their parts (MPI_Win_shared_query), under
+ *            one MPI_Win_lock_all with MPI_Win_sync and node barriers, and
+ *            every 8th step an MPI_Put into the right neighbour's part; the
+ *            parts must be contiguous in rank order
  *
  * Output (rank 0, stdout, at the end): one line hashing every step.
  */
@@ -278,18 +283,52 @@ static void pscw_mode(int n, int iters)
 
 static void shared_mode(int n, int iters)
 {
-	double *a;
+	double *a, *left, *right, *first;
+	MPI_Aint sz;
+	MPI_Comm node;
 	MPI_Win win;
+	int nr, nn, du;
 
-	MPI_Win_allocate_shared((MPI_Aint)n * sizeof(double), sizeof(double), MPI_INFO_NULL,
-				MPI_COMM_WORLD, &a, &win);
-	fill(a, n);
-	for (int it = 0; it < iters; it++) {
-		MPI_Win_fence(0, win);
-		relax(a, 0, n);
-		step_hash(a, n);
+	MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+	MPI_Comm_rank(node, &nr);
+	MPI_Comm_size(node, &nn);
+	MPI_Win_allocate_shared((MPI_Aint)n * sizeof(double), sizeof(double), MPI_INFO_NULL, node,
+				&a, &win);
+	MPI_Win_shared_query(win, (nr + nn - 1) % nn, &sz, &du, &left);
+	MPI_Win_shared_query(win, (nr + 1) % nn, &sz, &du, &right);
+	MPI_Win_shared_query(win, MPI_PROC_NULL, &sz, &du, &first);
+	if (a != first + (size_t)nr * (size_t)n || sz != (MPI_Aint)(n * sizeof(double)) ||
+	    du != sizeof(double)) {
+		fprintf(stderr, "rank %d: the shared window's parts are not contiguous\n", rank);
+		MPI_Abort(MPI_COMM_WORLD, 3);
 	}
+	fill(a, n);
+	MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
+	for (int it = 0; it < iters; it++) {
+		double l, r;
+
+		MPI_Win_sync(win);
+		MPI_Barrier(node);
+		l = left[n - 1];
+		r = right[0];
+		MPI_Barrier(node);
+		a[0] = 0.5 * (a[0] + l);
+		a[n - 1] = 0.5 * (a[n - 1] + r);
+		relax(a, 0, n);
+		MPI_Win_sync(win);
+		step_hash(a, n);
+		if (it % 8 == 7) {
+			double v = a[1] + it;
+
+			MPI_Put(&v, 1, MPI_DOUBLE, (nr + 1) % nn, n / 2, 1, MPI_DOUBLE, win);
+			MPI_Win_flush_all(win);
+			MPI_Win_sync(win);
+			MPI_Barrier(node);
+		}
+	}
+	MPI_Win_unlock_all(win);
 	MPI_Win_free(&win);
+	MPI_Comm_free(&node);
 }
 
 int main(int argc, char **argv)

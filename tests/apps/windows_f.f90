@@ -9,6 +9,10 @@
 !   - a window from MPI_Win_create_dynamic with a program array attached,
 !     into which the left neighbour MPI_Puts at the array's absolute
 !     address under MPI_Win_lock_all each step;
+!   - a window from MPI_Win_allocate_shared on the node's ranks
+!     (MPI_Comm_split_type) under one MPI_Win_lock_all: each step a rank
+!     writes its sum into its part and reads its right neighbour's straight
+!     from memory (MPI_Win_shared_query), between node barriers;
 !   - an attribute cached on the first window (MPI_Win_create_keyval,
 !     MPI_Win_set_attr), and one on MPI_COMM_WORLD with MPI-1's
 !     MPI_KEYVAL_CREATE / MPI_ATTR_PUT through `use mpi`; both read back
@@ -52,8 +56,11 @@ program windows_f
   integer, parameter :: dp = kind(1.0d0)
   integer, parameter :: i8 = selected_int_kind(18)
   integer :: n, iters, rank, nranks, it, i, left, right, keyval, k1, bad
-  type(MPI_Win) :: wa, wb, wd
-  type(c_ptr) :: cbase
+  type(MPI_Win) :: wa, wb, wd, ws
+  type(MPI_Comm) :: node
+  type(c_ptr) :: cbase, sbase, rbase
+  real(dp), pointer :: mine(:), theirs(:)
+  integer :: nrank, nsize, du
   real(dp), pointer :: u(:)
   real(dp), allocatable :: t(:)
   real(dp), allocatable, target :: acc(:)
@@ -100,6 +107,16 @@ program windows_f
   attr = 1000003_MPI_ADDRESS_KIND*(rank + 1)
   call MPI_Win_set_attr(wa, keyval, attr)
   call mpi1_put(rank, k1)
+  call MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, node)
+  call MPI_Comm_rank(node, nrank)
+  call MPI_Comm_size(node, nsize)
+  sz = 8
+  call MPI_Win_allocate_shared(sz, 8, MPI_INFO_NULL, node, sbase, ws)
+  call c_f_pointer(sbase, mine, [1])
+  call MPI_Win_shared_query(ws, mod(nrank + 1, nsize), sz, du, rbase)
+  call c_f_pointer(rbase, theirs, [1])
+  mine(1) = 0.0_dp
+  call MPI_Win_lock_all(MPI_MODE_NOCHECK, ws)
 
   do i = 1, n + 2
     u(i) = real(mod(i + 31*rank, 97), dp)/97.0_dp
@@ -137,7 +154,15 @@ program windows_f
     if (.not. flag .or. got /= attr) bad = bad + 1
     if (mpi1_get(k1) /= 4242 + rank) bad = bad + 1
     h = ieor(ishftc(h, 7), int(mod(s*1.0e6_dp, 1.0e12_dp), i8) + got + mpi1_get(k1))
+    mine(1) = s
+    call MPI_Win_sync(ws)
+    call MPI_Barrier(node)
+    h = ieor(h, int(mod(theirs(1)*1.0e6_dp, 1.0e12_dp), i8))
+    call MPI_Barrier(node)
   end do
+  call MPI_Win_unlock_all(ws)
+  call MPI_Win_free(ws)
+  call MPI_Comm_free(node)
   call MPI_Win_fence(MPI_MODE_NOSUCCEED, wa)
   call MPI_Barrier(MPI_COMM_WORLD)
   if (rank == 0) then
