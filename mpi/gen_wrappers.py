@@ -289,6 +289,11 @@ def out_value(f, p, fortran, real):
                         % (real, src))
             return ("mpi_req_recv(%s, buf, count, type, %s, MPI_ANY_TAG, MPI_COMM_NULL)" %
                     (real, src))
+        if "freq" in f.ann:
+            # Non-blocking independent file I/O: a request the drain
+            # completes (it has no peer: nothing is counted).
+            return "mpi_req_new%s(%s, mpi_req_kind(VH_SEND, MPI_PROC_NULL), MPI_COMM_NULL, " \
+                   "MPI_PROC_NULL)" % (sfx, real)
         return real  # a window's or a file's request: not one of ours
     cast = "" if fortran else "(%s)" % p.base
     return "%smpi_adopt%s(%s, %s, %s)" % (cast, sfx, k, real, call)

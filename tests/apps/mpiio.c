@@ -8,10 +8,13 @@
  *     back, with MPI_File_read_at_all, the block of half as many iterations
  *     ago;
  *   - files.in, read-only, opened by every rank: 16 bytes per iteration
- *     through the individual file pointer (MPI_File_read), from the start
- *     again at its end;
+ *     through the individual file pointer (MPI_File_read; on odd
+ *     iterations MPI_File_iread and MPI_Wait), from the start again at its
+ *     end;
  *   - files.log.<rank>, each rank's own (MPI_COMM_SELF): a line per
- *     iteration through its individual file pointer (MPI_File_write);
+ *     iteration through its individual file pointer (MPI_File_write; on
+ *     odd iterations MPI_File_iwrite, waited for after the iteration's
+ *     MPI_Allreduce, so that it is in flight there);
  * an MPI_Allreduce ends each iteration.
  *
  *   mpiio [N [ITERS]] [--overwrite]
@@ -107,7 +110,14 @@ int main(int argc, char **argv)
 	}
 
 	for (long it = 0; it < iters; it++) {
-		MPI_File_read(in, bytes, sizeof(bytes), MPI_CHAR, &st);
+		MPI_Request rq, lrq = MPI_REQUEST_NULL;
+
+		if (it % 2) {
+			MPI_File_iread(in, bytes, sizeof(bytes), MPI_CHAR, &rq);
+			MPI_Wait(&rq, &st);
+		} else {
+			MPI_File_read(in, bytes, sizeof(bytes), MPI_CHAR, &st);
+		}
 		MPI_Get_count(&st, MPI_CHAR, &got);
 		if (got < (int)sizeof(bytes)) {
 			MPI_File_seek(in, 0, MPI_SEEK_SET);
@@ -124,7 +134,10 @@ int main(int argc, char **argv)
 		for (long i = 0; i < n; i++)
 			sum += x[i];
 		snprintf(line, sizeof(line), "it %ld sum %.17g\n", it, sum);
-		MPI_File_write(log, line, (int)strlen(line), MPI_CHAR, &st);
+		if (it % 2)
+			MPI_File_iwrite(log, line, (int)strlen(line), MPI_CHAR, &lrq);
+		else
+			MPI_File_write(log, line, (int)strlen(line), MPI_CHAR, &st);
 		if (overwrite && rank == 0 && it >= 1) {
 			double prev = 0;
 
@@ -151,6 +164,7 @@ int main(int argc, char **argv)
 				die("cannot write files.tally.all");
 		}
 		MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		MPI_Wait(&lrq, &st);
 		total += sum;
 	}
 	MPI_File_get_size(data, &fsize);
