@@ -38,6 +38,8 @@ struct mpiio_file {
 		uint64_t id;
 		MPI_Offset size;
 	} ckpt[2]; /* its size at the newest two checkpoints */
+	int split;	      /* a split collective begun (done in its begin) */
+	MPI_Status split_status; /* what its end returns */
 };
 
 static struct mpiio_file *file_of(MPI_File v)
@@ -569,6 +571,8 @@ static int refresh_one(struct mpi_record *rec, MPI_File real, struct mpiio_file 
 	PMPI_File_get_atomicity(real, &atom);
 	recbuf_int(&b, atom);
 	put_ref(&b, VH_ERRHANDLER, program_errhandler(real));
+	recbuf_int(&b, f->split);
+	recbuf_put(&b, &f->split_status, sizeof(f->split_status));
 	if (rec_replace_data(rec, &b))
 		return -ENOMEM;
 	g = f->ckpt[0].id <= f->ckpt[1].id ? 0 : 1;
@@ -601,6 +605,33 @@ int mpiio_refresh(void)
 	return 0;
 }
 
+/* --- split collectives (mpiio_split.c) ------------------------------------------- */
+
+bool mpiio_split_ours(MPI_File v)
+{
+	return vh_is_virtual(VH_FILE, v) && file_of(v);
+}
+
+void mpiio_split_begun(MPI_File v, const MPI_Status *st)
+{
+	struct mpiio_file *f = file_of(v);
+
+	f->split = 1;
+	f->split_status = *st;
+}
+
+int mpiio_split_end(MPI_File v, MPI_Status *st)
+{
+	struct mpiio_file *f = file_of(v);
+
+	if (!f->split)
+		return MPI_ERR_OTHER; /* no begin: as MPI says of it */
+	f->split = 0;
+	if (st != MPI_STATUS_IGNORE)
+		*st = f->split_status;
+	return MPI_SUCCESS;
+}
+
 /* --- restart --------------------------------------------------------------------- */
 
 /* A file's record, read back (the order refresh_one wrote it). */
@@ -617,6 +648,8 @@ struct file_state {
 	MPI_Offset pos, spos;
 	int shared, atom;
 	MPI_Errhandler eh;
+	int split;
+	MPI_Status split_status;
 };
 
 static int read_state(struct rec_reader *r, const struct mpi_record *rec, struct file_state *st,
@@ -645,6 +678,8 @@ static int read_state(struct rec_reader *r, const struct mpi_record *rec, struct
 	st->spos = (MPI_Offset)recread_u64(r);
 	st->atom = recread_int(r);
 	st->eh = get_ref(r, VH_ERRHANDLER);
+	st->split = recread_int(r);
+	recread_get(r, &st->split_status, sizeof(st->split_status));
 	return r->bad || !st->name || !st->datarep ? -EBADMSG : 0;
 }
 
@@ -742,6 +777,8 @@ static int apply_one(struct mpi_record *rec, struct vh_entry *e)
 	f->open_len = st.open_len;
 	f->ckpt[0].id = st.id;
 	f->ckpt[0].size = (MPI_Offset)st.size;
+	f->split = st.split;
+	f->split_status = st.split_status;
 	if ((st.amode & (MPI_MODE_WRONLY | MPI_MODE_RDWR)) &&
 	    PMPI_File_set_size(real, (MPI_Offset)st.size) != MPI_SUCCESS)
 		ret = -EIO;

@@ -43,6 +43,13 @@ void mpiio_will_cut(MPI_File v, MPI_Offset size);
  * record gets its current state. 0 or -errno. */
 int mpiio_refresh(void);
 
+/* Split collectives (mpiio_split.c): done whole in their begin, as the
+ * standard allows, the status kept with the file (saved with it) for the
+ * end. ours: v is a file stasis records. */
+bool mpiio_split_ours(MPI_File v);
+void mpiio_split_begun(MPI_File v, const MPI_Status *st);
+int mpiio_split_end(MPI_File v, MPI_Status *st);
+
 /* Replay of a file's record: check the file and open it again, collective
  * over its communicator (a rank whose check fails sets why; every member
  * then returns -ESTALE without opening). */

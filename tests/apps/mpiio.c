@@ -6,7 +6,8 @@
  *     a filetype interleaving the ranks' blocks, freed right after) and
  *     each iteration writes its block with MPI_File_write_at_all and reads
  *     back, with MPI_File_read_at_all, the block of half as many iterations
- *     ago;
+ *     ago (every third iteration with the split collectives, _begin, an
+ *     MPI_Barrier, _end);
  *   - files.in, read-only, opened by every rank: 16 bytes per iteration
  *     through the individual file pointer (MPI_File_read; on odd
  *     iterations MPI_File_iread and MPI_Wait), from the start again at its
@@ -126,9 +127,25 @@ int main(int argc, char **argv)
 		h = hash_mix(h, bytes, sizeof(bytes));
 		for (long i = 0; i < n; i++)
 			x[i] = 0.5 * x[i] + 0.25 * x[(i + 1) % n] + 1e-3 * (bytes[i % 16] & 15);
-		if (MPI_File_write_at_all(data, it * n, x, (int)n, MPI_DOUBLE, &st) ||
-		    MPI_File_read_at_all(data, (it / 2) * n, old, (int)n, MPI_DOUBLE, &st))
+		if (it % 3 == 1) {
+			/* Split collectives (one at a time on a file), a barrier
+			 * between begin and end (where a checkpoint may land). */
+			if (MPI_File_write_at_all_begin(data, it * n, x, (int)n, MPI_DOUBLE))
+				die("split write of the shared file");
+			MPI_Barrier(MPI_COMM_WORLD);
+			if (MPI_File_write_at_all_end(data, x, &st) ||
+			    MPI_File_read_at_all_begin(data, (it / 2) * n, old, (int)n, MPI_DOUBLE))
+				die("split read of the shared file");
+			MPI_Barrier(MPI_COMM_WORLD);
+			if (MPI_File_read_at_all_end(data, old, &st))
+				die("end of a split read of the shared file");
+			MPI_Get_count(&st, MPI_DOUBLE, &got);
+			if (got != (int)n)
+				die("a split read's status counts another size");
+		} else if (MPI_File_write_at_all(data, it * n, x, (int)n, MPI_DOUBLE, &st) ||
+			   MPI_File_read_at_all(data, (it / 2) * n, old, (int)n, MPI_DOUBLE, &st)) {
 			die("write or read of the shared file");
+		}
 		h = hash_mix(h, old, sizeof(*old) * n);
 		sum = 0;
 		for (long i = 0; i < n; i++)
