@@ -24,64 +24,36 @@ static int begun(int ret, MPI_File fh, const MPI_Status *st)
 	return ret;
 }
 
-EXPORT int MPI_File_read_all_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype)
-{
-	MPI_Status st;
+/* A begin: the blocking collective through stasis's wrapper, its status
+ * kept; MPI's own begin for a file not recorded. AT: with an offset. */
+#define SPLIT_BEGIN(name, blocking, real_begin, CONST)                                            \
+	EXPORT int name(MPI_File fh, CONST void *buf, int count, MPI_Datatype datatype)            \
+	{                                                                                          \
+		MPI_Status st;                                                                     \
+                                                                                                   \
+		if (!mpiio_split_ours(fh))                                                         \
+			return real_begin(REAL_FILE(fh), buf, count, REAL_TYPE(datatype));         \
+		return begun(blocking(fh, buf, count, datatype, &st), fh, &st);                    \
+	}
+#define SPLIT_BEGIN_AT(name, blocking, real_begin, CONST)                                         \
+	EXPORT int name(MPI_File fh, MPI_Offset offset, CONST void *buf, int count,                \
+			MPI_Datatype datatype)                                                     \
+	{                                                                                          \
+		MPI_Status st;                                                                     \
+                                                                                                   \
+		if (!mpiio_split_ours(fh))                                                         \
+			return real_begin(REAL_FILE(fh), offset, buf, count, REAL_TYPE(datatype)); \
+		return begun(blocking(fh, offset, buf, count, datatype, &st), fh, &st);            \
+	}
 
-	if (!mpiio_split_ours(fh))
-		return PMPI_File_read_all_begin(REAL_FILE(fh), buf, count, REAL_TYPE(datatype));
-	return begun(MPI_File_read_all(fh, buf, count, datatype, &st), fh, &st);
-}
-
-EXPORT int MPI_File_read_at_all_begin(MPI_File fh, MPI_Offset offset, void *buf, int count,
-				      MPI_Datatype datatype)
-{
-	MPI_Status st;
-
-	if (!mpiio_split_ours(fh))
-		return PMPI_File_read_at_all_begin(REAL_FILE(fh), offset, buf, count,
-						   REAL_TYPE(datatype));
-	return begun(MPI_File_read_at_all(fh, offset, buf, count, datatype, &st), fh, &st);
-}
-
-EXPORT int MPI_File_read_ordered_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype)
-{
-	MPI_Status st;
-
-	if (!mpiio_split_ours(fh))
-		return PMPI_File_read_ordered_begin(REAL_FILE(fh), buf, count, REAL_TYPE(datatype));
-	return begun(MPI_File_read_ordered(fh, buf, count, datatype, &st), fh, &st);
-}
-
-EXPORT int MPI_File_write_all_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype)
-{
-	MPI_Status st;
-
-	if (!mpiio_split_ours(fh))
-		return PMPI_File_write_all_begin(REAL_FILE(fh), buf, count, REAL_TYPE(datatype));
-	return begun(MPI_File_write_all(fh, buf, count, datatype, &st), fh, &st);
-}
-
-EXPORT int MPI_File_write_at_all_begin(MPI_File fh, MPI_Offset offset, const void *buf, int count,
-				       MPI_Datatype datatype)
-{
-	MPI_Status st;
-
-	if (!mpiio_split_ours(fh))
-		return PMPI_File_write_at_all_begin(REAL_FILE(fh), offset, buf, count,
-						    REAL_TYPE(datatype));
-	return begun(MPI_File_write_at_all(fh, offset, buf, count, datatype, &st), fh, &st);
-}
-
-EXPORT int MPI_File_write_ordered_begin(MPI_File fh, const void *buf, int count,
-					MPI_Datatype datatype)
-{
-	MPI_Status st;
-
-	if (!mpiio_split_ours(fh))
-		return PMPI_File_write_ordered_begin(REAL_FILE(fh), buf, count, REAL_TYPE(datatype));
-	return begun(MPI_File_write_ordered(fh, buf, count, datatype, &st), fh, &st);
-}
+SPLIT_BEGIN(MPI_File_read_all_begin, MPI_File_read_all, PMPI_File_read_all_begin, )
+SPLIT_BEGIN_AT(MPI_File_read_at_all_begin, MPI_File_read_at_all, PMPI_File_read_at_all_begin, )
+SPLIT_BEGIN(MPI_File_read_ordered_begin, MPI_File_read_ordered, PMPI_File_read_ordered_begin, )
+SPLIT_BEGIN(MPI_File_write_all_begin, MPI_File_write_all, PMPI_File_write_all_begin, const)
+SPLIT_BEGIN_AT(MPI_File_write_at_all_begin, MPI_File_write_at_all, PMPI_File_write_at_all_begin,
+	       const)
+SPLIT_BEGIN(MPI_File_write_ordered_begin, MPI_File_write_ordered, PMPI_File_write_ordered_begin,
+	    const)
 
 /* The ends: the kept status, or MPI's own end for a file not recorded. */
 #define SPLIT_END(name, real_end, CONST)                                                           \
@@ -105,47 +77,30 @@ SPLIT_END(MPI_File_write_ordered_end, PMPI_File_write_ordered_end, const)
 #define F_FILE(f) vh_f2c(VH_FILE, *(f))
 #define F_TYPE(f) vh_f2c(VH_TYPE, *(f))
 
-EXPORT void mpi_file_read_all_begin_(MPI_Fint *fh, void *buf, MPI_Fint *count, MPI_Fint *datatype,
-				     MPI_Fint *ierr)
-{
-	*ierr = MPI_File_read_all_begin(F_FILE(fh), buf, *count, F_TYPE(datatype));
-}
-FORTRAN_ALIASES(mpi_file_read_all_begin, MPI_FILE_READ_ALL_BEGIN)
+#define F_SPLIT_BEGIN(sym, upper, c_begin)                                                         \
+	EXPORT void sym##_(MPI_Fint *fh, void *buf, MPI_Fint *count, MPI_Fint *datatype,           \
+			   MPI_Fint *ierr)                                                         \
+	{                                                                                          \
+		*ierr = c_begin(F_FILE(fh), buf, *count, F_TYPE(datatype));                        \
+	}                                                                                          \
+	FORTRAN_ALIASES(sym, upper)
+#define F_SPLIT_BEGIN_AT(sym, upper, c_begin)                                                      \
+	EXPORT void sym##_(MPI_Fint *fh, MPI_Offset *offset, void *buf, MPI_Fint *count,           \
+			   MPI_Fint *datatype, MPI_Fint *ierr)                                     \
+	{                                                                                          \
+		*ierr = c_begin(F_FILE(fh), *offset, buf, *count, F_TYPE(datatype));               \
+	}                                                                                          \
+	FORTRAN_ALIASES(sym, upper)
 
-EXPORT void mpi_file_read_at_all_begin_(MPI_Fint *fh, MPI_Offset *offset, void *buf,
-					MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *ierr)
-{
-	*ierr = MPI_File_read_at_all_begin(F_FILE(fh), *offset, buf, *count, F_TYPE(datatype));
-}
-FORTRAN_ALIASES(mpi_file_read_at_all_begin, MPI_FILE_READ_AT_ALL_BEGIN)
-
-EXPORT void mpi_file_read_ordered_begin_(MPI_Fint *fh, void *buf, MPI_Fint *count,
-					 MPI_Fint *datatype, MPI_Fint *ierr)
-{
-	*ierr = MPI_File_read_ordered_begin(F_FILE(fh), buf, *count, F_TYPE(datatype));
-}
-FORTRAN_ALIASES(mpi_file_read_ordered_begin, MPI_FILE_READ_ORDERED_BEGIN)
-
-EXPORT void mpi_file_write_all_begin_(MPI_Fint *fh, void *buf, MPI_Fint *count, MPI_Fint *datatype,
-				      MPI_Fint *ierr)
-{
-	*ierr = MPI_File_write_all_begin(F_FILE(fh), buf, *count, F_TYPE(datatype));
-}
-FORTRAN_ALIASES(mpi_file_write_all_begin, MPI_FILE_WRITE_ALL_BEGIN)
-
-EXPORT void mpi_file_write_at_all_begin_(MPI_Fint *fh, MPI_Offset *offset, void *buf,
-					 MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *ierr)
-{
-	*ierr = MPI_File_write_at_all_begin(F_FILE(fh), *offset, buf, *count, F_TYPE(datatype));
-}
-FORTRAN_ALIASES(mpi_file_write_at_all_begin, MPI_FILE_WRITE_AT_ALL_BEGIN)
-
-EXPORT void mpi_file_write_ordered_begin_(MPI_Fint *fh, void *buf, MPI_Fint *count,
-					  MPI_Fint *datatype, MPI_Fint *ierr)
-{
-	*ierr = MPI_File_write_ordered_begin(F_FILE(fh), buf, *count, F_TYPE(datatype));
-}
-FORTRAN_ALIASES(mpi_file_write_ordered_begin, MPI_FILE_WRITE_ORDERED_BEGIN)
+F_SPLIT_BEGIN(mpi_file_read_all_begin, MPI_FILE_READ_ALL_BEGIN, MPI_File_read_all_begin)
+F_SPLIT_BEGIN_AT(mpi_file_read_at_all_begin, MPI_FILE_READ_AT_ALL_BEGIN,
+		 MPI_File_read_at_all_begin)
+F_SPLIT_BEGIN(mpi_file_read_ordered_begin, MPI_FILE_READ_ORDERED_BEGIN, MPI_File_read_ordered_begin)
+F_SPLIT_BEGIN(mpi_file_write_all_begin, MPI_FILE_WRITE_ALL_BEGIN, MPI_File_write_all_begin)
+F_SPLIT_BEGIN_AT(mpi_file_write_at_all_begin, MPI_FILE_WRITE_AT_ALL_BEGIN,
+		 MPI_File_write_at_all_begin)
+F_SPLIT_BEGIN(mpi_file_write_ordered_begin, MPI_FILE_WRITE_ORDERED_BEGIN,
+	      MPI_File_write_ordered_begin)
 
 #define F_SPLIT_END(sym, upper, c_end)                                                             \
 	EXPORT void sym##_(MPI_Fint *fh, void *buf, MPI_Fint *status, MPI_Fint *ierr)              \
