@@ -107,6 +107,9 @@ int fx_say(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 int fx_proc_init(MPI_Comm comm, int spares, int spawn, struct fx_proc *p);
 /* Mark this process as ended by the job, not failed (Fenix_Finalize). */
 void fx_proc_survived(void);
+/* A Fenix call: a survivor marker a SIGCONT wrote long ago was a resume
+ * (job control), not the launcher ending the job: taken back. */
+void fx_proc_still_running(void);
 
 /* Snapshot files (fx_snap.c). */
 void fx_name(char *buf, size_t len, int gid, int ts, int slot, const char *ext);

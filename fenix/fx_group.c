@@ -17,6 +17,7 @@ int fx_group_get(int gid, struct fx_group **g)
 {
 	if (!fx.init)
 		return FENIX_ERROR_UNINITIALIZED;
+	fx_proc_still_running();
 	*g = fx_group_find(gid);
 	if (*g)
 		fx_async_join(*g);

@@ -10,10 +10,18 @@
  *                  order of their Fenix world rank; its top nspare are
  *                  spares), crc64. Every process writes the same one.
  *   survived.e<E>  written when the launcher, not a crash, ended the
- *                  process in epoch E: a SIGTERM sent by another process
- *                  (mpirun sends it to the ranks left after one died; a
- *                  rank that kills itself, crashes, exits or is SIGKILLed
- *                  leaves none), or Fenix_Finalize reached.
+ *                  process in epoch E: the SIGCONT, then SIGTERM, another
+ *                  process sends (Open MPI sends both to the ranks left
+ *                  after one died, SIGCONT first, then waits; a rank that
+ *                  kills itself, crashes, exits or is SIGKILLed leaves
+ *                  none), or Fenix_Finalize reached. The SIGCONT matters:
+ *                  once the SIGTERMs come, the first ranks to die make the
+ *                  MPI runtime abort the others (_exit on another thread),
+ *                  which cut their SIGTERM handler short in about one
+ *                  relaunch in four; nothing dies at SIGCONT. A SIGCONT
+ *                  that was job control (a resume) is taken back at the
+ *                  first Fenix call made more than CONT_HOLD seconds
+ *                  after it.
  * A process of the record's world without its marker failed. The repair
  * rule is the reference's (src/fenix_process_recovery.c, read, not copied):
  * spares, the one with the highest world rank first, take the failed
@@ -34,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fenix_int.h"
@@ -47,17 +56,61 @@ enum { H_MAGIC, H_EPOCH, H_SIZE, H_SPARES, H_SPAWN, H_NWORLD, H_NSPARE, H_N };
 
 static char marker[4300];
 
+/* Open MPI's SIGTERM follows its SIGCONT by odls_base_sigkill_timeout
+ * (stasis-run --fenix: 3 s), its SIGKILL as much later. */
+#define CONT_HOLD 30
+static volatile sig_atomic_t cont_marked;
+static struct timespec cont_at;
+static struct sigaction old_cont;
+
+/* Only a signal from someone else (the launcher) means "survived". */
+static bool from_launcher(const siginfo_t *si)
+{
+	return si && si->si_code == SI_USER && si->si_pid != getpid() && marker[0];
+}
+
+static void mark(void)
+{
+	int fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+}
+
 static void on_term(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
-	/* Only a SIGTERM from someone else (the launcher) means "survived". */
-	if (si && si->si_code == SI_USER && si->si_pid != getpid() && marker[0]) {
-		int fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (fd >= 0)
-			close(fd);
-	}
+	if (from_launcher(si))
+		mark();
 	signal(sig, SIG_DFL);
 	raise(sig); /* blocked until we return, then the default action */
+}
+
+static void on_cont(int sig, siginfo_t *si, void *uc)
+{
+	if (from_launcher(si)) {
+		clock_gettime(CLOCK_MONOTONIC, &cont_at);
+		mark();
+		cont_marked = 1;
+	}
+	if (old_cont.sa_flags & SA_SIGINFO) {
+		if (old_cont.sa_sigaction)
+			old_cont.sa_sigaction(sig, si, uc);
+	} else if (old_cont.sa_handler != SIG_DFL && old_cont.sa_handler != SIG_IGN) {
+		old_cont.sa_handler(sig);
+	}
+}
+
+void fx_proc_still_running(void)
+{
+	struct timespec now;
+
+	if (!cont_marked)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (now.tv_sec - cont_at.tv_sec > CONT_HOLD) {
+		cont_marked = 0;
+		unlink(marker); /* that SIGCONT was a resume: alive and well */
+	}
 }
 
 void fx_proc_survived(void)
@@ -357,6 +410,9 @@ int fx_proc_init(MPI_Comm comm, int spares, int spawn, struct fx_proc *p)
 	struct sigaction sa = {.sa_sigaction = on_term, .sa_flags = SA_SIGINFO};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
+	struct sigaction sc = {.sa_sigaction = on_cont, .sa_flags = SA_SIGINFO | SA_RESTART};
+	sigemptyset(&sc.sa_mask);
+	sigaction(SIGCONT, &sc, &old_cont);
 	free(rec), free(have), free(was_spare);
 	return FENIX_SUCCESS;
 }

@@ -344,10 +344,12 @@ static bool window_held(void)
 			    stderr,
 			    "stasis: the checkpoint waits for %s to end (%s) on rank %d, at most "
 			    "%d s\n",
-			    reply_of[r] & REPLY_WINDOW_PSCW ? "an epoch of post/start/complete/wait"
-							    : "a passive-target epoch",
-			    reply_of[r] & REPLY_WINDOW_PSCW ? "MPI_Win_complete, MPI_Win_wait"
-							    : "MPI_Win_unlock, MPI_Win_flush_all",
+			    reply_of[r] & REPLY_WINDOW_PSCW
+				? "an epoch of post/start/complete/wait or a library's section"
+				: "a passive-target epoch",
+			    reply_of[r] & REPLY_WINDOW_PSCW
+				? "MPI_Win_complete, MPI_Win_wait; libfenix's store or commit"
+				: "MPI_Win_unlock, MPI_Win_flush_all",
 			    r, WINDOWS_HOLD_SECONDS);
 		busy_said = true;
 		return false;

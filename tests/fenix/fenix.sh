@@ -218,7 +218,7 @@ shrink)
 	echo "ok: restore refused after a shrink, restore_from_rank bit for bit"
 	;;
 checkpointed)
-	args=(1000 4000 -1 0 xor)
+	args=(2000 4000 -1 0 xor)
 	run ref ref -- "$B/tests/fenix/fx_ring" "${args[@]}" || fail "reference run"
 	STASIS_DIR="$T/s/%r" STASIS_JOB=fx STASIS_INTERVAL=1 STASIS_VERBOSE=1 setsid \
 		timeout -k 5 90 "$B/tools/stasis-run" mpirun --oversubscribe -np 4 \
