@@ -102,6 +102,9 @@ int fx_agree(MPI_Comm comm, int code);
 /* Print one line naming the cause (rank 0 of comm, or every rank when
  * all is true) and return code. */
 int fx_say(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* fx_say on the speaker, on an error every rank of comm returns. */
+int fx_say_before_return(MPI_Comm comm, bool speaker, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* Relaunch recovery (fx_proc.c): fills fx.proc (fx.world and fx.dir set). */
 int fx_proc_init(MPI_Comm comm, int spares, int spawn, struct fx_proc *p);

@@ -37,6 +37,23 @@ int fx_say(int code, const char *fmt, ...)
 	return code;
 }
 
+int fx_say_before_return(MPI_Comm comm, bool speaker, int code, const char *fmt, ...)
+{
+	/* Every rank returns the error and a program may exit at once; the
+	 * launcher then kills the speaker, so the line is written before any
+	 * rank leaves the barrier. */
+	if (speaker) {
+		char line[1200];
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(line, sizeof(line), fmt, ap);
+		va_end(ap);
+		fprintf(stderr, "stasis fenix: %s\n", line);
+	}
+	MPI_Barrier(comm);
+	return code;
+}
+
 int fx_agree(MPI_Comm comm, int code)
 {
 	/* Errors are negative, warnings positive: the lowest error, else the
@@ -87,10 +104,9 @@ static void init(MPI_Comm comm, MPI_Comm *newcomm, int *role, int spare_ranks, i
 	MPI_Comm_size(comm, &size);
 	MPI_Comm_rank(comm, &rank);
 	if (spare_ranks < 0 || spare_ranks >= size) {
-		if (rank == 0)
-			fx_say(0, "Fenix_Init: %d spare ranks of %d: refused (at least one rank "
-				  "must be active)", spare_ranks, size);
-		*error = FENIX_ERROR_INVALID_LOGIC_CALL;
+		*error = fx_say_before_return(comm, rank == 0, FENIX_ERROR_INVALID_LOGIC_CALL,
+					      "Fenix_Init: %d spare ranks of %d: refused (at least "
+					      "one rank must be active)", spare_ranks, size);
 		return;
 	}
 	if (info != MPI_INFO_NULL) {
@@ -100,10 +116,10 @@ static void init(MPI_Comm comm, MPI_Comm *newcomm, int *role, int spare_ranks, i
 		if (!flag)
 			MPI_Info_get(info, "resume_mode", sizeof(v) - 1, v, &flag);
 		if (flag && strcasecmp(v, "fenix_init")) {
-			if (rank == 0)
-				fx_say(0, "Fenix_Init: resume mode '%s' needs in-place recovery "
-					  "(ULFM), which stasis cannot give here: refused", v);
-			*error = FENIX_ERROR_INVALID_LOGIC_CALL;
+			*error = fx_say_before_return(comm, rank == 0, FENIX_ERROR_INVALID_LOGIC_CALL,
+						      "Fenix_Init: resume mode '%s' needs in-place "
+						      "recovery (ULFM), which stasis cannot give here: "
+						      "refused", v);
 			return;
 		}
 	}

@@ -110,22 +110,19 @@ static int restore_now(int gid, int mid, void *target, int max_count, int ts, Fe
 		sz = 0;
 	int mism = sz && sz != g->size ? sz : 0;
 	MPI_Allreduce(&mism, &other, 1, MPI_INT, MPI_MAX, g->comm);
-	if (other && !from_rank) {
-		if (g->rank == 0)
-			fx_say(0, "restore of group %d: stored by %d ranks, restored by %d: use "
-				  "restore_from_rank", gid, other, g->size);
-		return FENIX_ERROR_INVALID_GROUPID;
-	}
+	if (other && !from_rank)
+		return fx_say_before_return(g->comm, g->rank == 0, FENIX_ERROR_INVALID_GROUPID,
+					    "restore of group %d: stored by %d ranks, restored "
+					    "by %d: use restore_from_rank", gid, other, g->size);
 	struct why why = WHY_INIT;
 	int ret = recover(g, &why);
 	int r0 = ret;
 	MPI_Bcast(&r0, 1, MPI_INT, 0, g->comm);
-	if (fx_agree(g->comm, ret ? -1 : 0)) {
-		/* One line: rank 0's (a set's failure is agreed, the same on all). */
-		if (ret && (g->rank == 0 || !r0))
-			fx_say(0, "restore of group %d: %s", gid, why.msg);
-		return FENIX_ERROR_NODATA_FOUND;
-	}
+	/* One line: rank 0's (a set's failure is agreed, the same on all). */
+	if (fx_agree(g->comm, ret ? -1 : 0))
+		return fx_say_before_return(g->comm, ret && (g->rank == 0 || !r0),
+					    FENIX_ERROR_NODATA_FOUND, "restore of group %d: %s",
+					    gid, why.msg);
 	int c[FX_MAX_SNAPS], nc = fx_consistent(g, c);
 	if (nc <= 0)
 		return FENIX_ERROR_NODATA_FOUND;
@@ -139,12 +136,10 @@ static int restore_now(int gid, int mid, void *target, int max_count, int ts, Fe
 	fx_read_done(gid, c[nc - 1], g->rank, &stored);
 	code = (!from_rank && stored != g->size) ? FENIX_ERROR_INVALID_GROUPID : 0;
 	code = fx_agree(g->comm, code);
-	if (code) {
-		if (g->rank == 0)
-			fx_say(0, "restore of group %d: stored by %d ranks, restored by %d: use "
-				  "restore_from_rank", gid, stored, g->size);
-		return code;
-	}
+	if (code)
+		return fx_say_before_return(g->comm, g->rank == 0, code,
+					    "restore of group %d: stored by %d ranks, restored "
+					    "by %d: use restore_from_rank", gid, stored, g->size);
 	/* Who asks whom: slot s lives with rank s. */
 	if (!from_rank)
 		source = g->rank;

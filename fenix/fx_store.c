@@ -90,11 +90,9 @@ static int store(int gid, int mid, Fenix_Data_subset s)
 	struct why why = WHY_INIT;
 	int ret = fx_write_dat(g, g->next_ts, &why);
 	code = fx_agree(g->comm, ret ? FENIX_ERROR_INTERN : 0);
-	if (code) {
-		if (ret)
-			fx_say(0, "store of group %d: %s", gid, why.msg[0] ? why.msg : "cannot write");
-		return code;
-	}
+	if (code)
+		return fx_say_before_return(g->comm, ret, code, "store of group %d: %s", gid,
+					    why.msg[0] ? why.msg : "cannot write");
 	/* Inside store, not commit: commit must complete locally. */
 	ret = fx_set(g, &why);
 	if (!ret)
