@@ -161,6 +161,10 @@ def coord_pre(f, w):
             comm = "mpiio_comm(%s)" % file_expr(fortran, f.ann["gate"])
         w.pre.append("coord_collective(%s);" % comm)
         w.post.insert(0, "coord_collective_done(%s);" % comm)
+    if "igate" in f.ann:
+        # A non-blocking collective on a file: counted as one on the
+        # file's communicator, its request pending until it completes.
+        w.pre.append("coord_icollective(mpiio_comm(%s));" % file_expr(fortran, f.ann["igate"]))
     over = {"collective": "comm", "icollective": "comm", "comm_new": f.ann.get("over")}.get(f.kind)
     if "ungated" in f.ann:
         if over != "none":
@@ -289,6 +293,9 @@ def out_value(f, p, fortran, real):
                         % (real, src))
             return ("mpi_req_recv(%s, buf, count, type, %s, MPI_ANY_TAG, MPI_COMM_NULL)" %
                     (real, src))
+        if "igate" in f.ann:
+            return "mpi_req_new%s(%s, VH_COLL, mpiio_comm(%s), MPI_PROC_NULL)" % (
+                sfx, real, file_expr(fortran, f.ann["igate"]))
         if "freq" in f.ann:
             # Non-blocking independent file I/O: a request the drain
             # completes (it has no peer: nothing is counted).

@@ -7,7 +7,8 @@
  *     each iteration writes its block with MPI_File_write_at_all and reads
  *     back, with MPI_File_read_at_all, the block of half as many iterations
  *     ago (every third iteration with the split collectives, _begin, an
- *     MPI_Barrier, _end);
+ *     MPI_Barrier, _end; the iteration after with the non-blocking ones,
+ *     MPI_File_iwrite_at_all or _iread_at_all, an MPI_Barrier, MPI_Wait);
  *   - files.in, read-only, opened by every rank: 16 bytes per iteration
  *     through the individual file pointer (MPI_File_read; on odd
  *     iterations MPI_File_iread and MPI_Wait), from the start again at its
@@ -142,6 +143,22 @@ int main(int argc, char **argv)
 			MPI_Get_count(&st, MPI_DOUBLE, &got);
 			if (got != (int)n)
 				die("a split read's status counts another size");
+		} else if (it % 3 == 2) {
+			/* Non-blocking collectives, in flight at a barrier. */
+			MPI_Request rq;
+
+			if (MPI_File_iwrite_at_all(data, it * n, x, (int)n, MPI_DOUBLE, &rq))
+				die("non-blocking write of the shared file");
+			MPI_Barrier(MPI_COMM_WORLD);
+			if (MPI_Wait(&rq, &st) ||
+			    MPI_File_iread_at_all(data, (it / 2) * n, old, (int)n, MPI_DOUBLE, &rq))
+				die("non-blocking read of the shared file");
+			MPI_Barrier(MPI_COMM_WORLD);
+			if (MPI_Wait(&rq, &st))
+				die("wait for a non-blocking read of the shared file");
+			MPI_Get_count(&st, MPI_DOUBLE, &got);
+			if (got != (int)n)
+				die("a non-blocking read's status counts another size");
 		} else if (MPI_File_write_at_all(data, it * n, x, (int)n, MPI_DOUBLE, &st) ||
 			   MPI_File_read_at_all(data, (it / 2) * n, old, (int)n, MPI_DOUBLE, &st)) {
 			die("write or read of the shared file");
