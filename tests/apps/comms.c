@@ -13,8 +13,9 @@
  *     its neighbours from MPI_Cart_shift; halos travel with MPI_Sendrecv;
  *   - half: MPI_Comm_split of world by rank parity, an allreduce per step;
  *   - evens: MPI_Comm_create from a group of the even ranks;
- *   - scratch: a duplicate of ring used for the first half of the run,
- *     then freed (its attribute's delete callback counts frees).
+ *   - scratch: a duplicate of ring (MPI_Comm_idup, its request waited
+ *     for) used for the first half of the run, then freed (its
+ *     attribute's delete callback counts frees).
  * Every step ends with an MPI_Allreduce on ring (a communicator of every
  * rank: where stasis may checkpoint); MPI_COMM_WORLD itself is used only
  * for MPI_Init and MPI_Finalize.
@@ -109,7 +110,12 @@ int main(int argc, char **argv)
 	MPI_Group_free(&egroup);
 	if (evens != MPI_COMM_NULL)
 		MPI_Comm_rank(evens, &erank);
-	MPI_Comm_dup(ring, &scratch);
+	{
+		MPI_Request rq;
+
+		MPI_Comm_idup(ring, &scratch, &rq);
+		MPI_Wait(&rq, MPI_STATUS_IGNORE);
+	}
 	MPI_Comm_set_attr(scratch, keyval, &tag_value);
 
 	u = calloc(n + 2, sizeof(double));

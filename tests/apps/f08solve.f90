@@ -14,7 +14,7 @@
 ! block are strided in Fortran: an MPI_Type_vector), relaxes the block,
 ! passes a token east with a persistent send, and every 8 steps sums the
 ! change over the grid with a user operation and over its row (the
-! communicator of MPI_Cart_sub) through `use mpi`, and broadcasts picks
+! communicator of MPI_Cart_sub, duplicated by MPI_Comm_idup) through `use mpi`, and broadcasts picks
 ! of a work array with the MPI-1 datatypes. Most calls leave the
 ! optional IERROR out, as f08 programs do.
 !
@@ -74,7 +74,7 @@ program f08solve
   integer :: n, iters, rank, size, it, i, j, north, south, west, east, ierr
   integer :: dims(2), coords(2), cnt
   logical :: periods(2), keep(2)
-  type(MPI_Comm) :: grid, row
+  type(MPI_Comm) :: grid, row, rowsub
   type(MPI_Datatype) :: edge_row, hv, hi
   double precision :: work(8)
   type(MPI_Request) :: reqs(8), ping
@@ -106,7 +106,11 @@ program f08solve
   call MPI_Cart_shift(grid, 0, 1, north, south)
   call MPI_Cart_shift(grid, 1, 1, west, east)
   keep = [.false., .true.]
-  call MPI_Cart_sub(grid, keep, row)
+  ! The row communicator: a duplicate (MPI_Comm_idup) of MPI_Cart_sub's.
+  call MPI_Cart_sub(grid, keep, rowsub)
+  call MPI_Comm_idup(rowsub, row, ping)
+  call MPI_Wait(ping, MPI_STATUS_IGNORE)
+  call MPI_Comm_free(rowsub)
 
   ! A row of u(0:n+1, 0:n+1) without its halo ends: n elements n+2 apart.
   call MPI_Type_vector(n, 1, n + 2, MPI_DOUBLE_PRECISION, edge_row)
