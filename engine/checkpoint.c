@@ -7,6 +7,7 @@
 
 #include "runtime.h"
 #include "checkpoint.h"
+#include "codec.h"
 #include "fault.h"
 #include "flush.h"
 #include "image.h"
@@ -178,6 +179,7 @@ static int write_image(struct session *s, uint64_t id, bool incremental, uint64_
 	hdr.exe_hash = s->exe_hash;
 	hdr.args_hash = s->args_hash;
 	hdr.stasis_hash = s->stasis_hash;
+	hdr.codec = (uint32_t)codec_from_name(s->cfg.compress); /* checked by config_load */
 	hdr.state_size = sizeof(captured);
 	memcpy(hdr.state, &captured, sizeof(captured));
 	store_path(&s->store, id, STORE_IMAGE, path, sizeof(path));

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "codec.h"
 #include "fault.h"
 #include "format.h"
 #include "log.h"
@@ -315,6 +316,9 @@ struct applier {
 	uint64_t off, bytes;
 	size_t region;
 	char *bounce;
+	/* packed regions: the frame read last and its pages unpacked */
+	char *frame, *raw;
+	uint64_t raw_pos, raw_len;
 	struct why *why;
 };
 
@@ -460,6 +464,67 @@ static bool bit(const uint64_t *bm, uint64_t p)
 	return bm[p / 64] >> (p % 64) & 1;
 }
 
+/* The next page of a packed region's pages: from the frame unpacked last,
+ * or from the next frame, read (synchronously, in file order), checked
+ * as the region's bytes and unpacked. */
+static int packed_page(struct applier *a, size_t i, uint64_t *off, const char **page)
+{
+	const struct region_record *r = &a->r[i];
+	uint64_t end = r->file_offset + r->stored_bytes, len;
+	ssize_t got;
+	int ret;
+
+	if (a->raw_pos == a->raw_len) {
+		got = *off + PAGE <= end ? pread(a->fd, a->frame, PAGE, *off) : 0;
+		len = got == (ssize_t)PAGE ? codec_frame_length(a->frame, PAGE) : 0;
+		if (len && *off + len <= end && len > PAGE)
+			got = pread(a->fd, a->frame + PAGE, len - PAGE, *off + PAGE);
+		if (!len || *off + len > end || (len > PAGE && got != (ssize_t)(len - PAGE)))
+			return -EPROTO; /* said by apply_packed */
+		ret = apply_feed(a, i, a->frame, len);
+		if (ret)
+			return ret;
+		*off += len;
+		a->raw_pos = 0;
+		a->raw_len = codec_unpack(image_header(a->ri->img)->codec, a->frame, a->raw,
+					  CODEC_FRAME_RAW);
+		if (!a->raw_len)
+			return -EPROTO; /* said by apply_packed */
+	}
+	*page = a->raw + a->raw_pos;
+	a->raw_pos += PAGE;
+	return 0;
+}
+
+/* A packed region's stored pages, frame by frame, copied into place. */
+static int apply_packed(struct applier *a, size_t i, const uint64_t *saved, const uint64_t *zero,
+			uint64_t off)
+{
+	const struct region_record *r = &a->r[i];
+	uint64_t pages = r->length / PAGE;
+	int ret = 0;
+
+	a->raw_pos = a->raw_len = 0;
+	for (uint64_t p = 0; p < pages && !ret; p++) {
+		const char *src;
+
+		if (saved && !bit(saved, p))
+			continue;
+		if (zero && bit(zero, p)) {
+			zero_range(r->addr + p * PAGE, PAGE);
+			continue;
+		}
+		ret = packed_page(a, i, &off, &src);
+		if (!ret)
+			copy_around_exclusions(r->addr + p * PAGE, src, PAGE);
+	}
+	if (ret != -EPROTO && (ret || (a->chk[i].pos == r->stored_bytes && a->raw_pos == a->raw_len)))
+		return ret; /* the checks said why */
+	return why_set(a->why, -EBADMSG, "%s: region %zu (addr 0x%llx): its %s frames do not "
+		       "unpack to its pages", image_path(a->ri->img), i,
+		       (unsigned long long)r->addr, codec_name(image_header(a->ri->img)->codec));
+}
+
 static int apply_region(struct applier *a, size_t i)
 {
 	const struct region_record *r = &a->r[i];
@@ -476,6 +541,8 @@ static int apply_region(struct applier *a, size_t i)
 		zero = saved ? bm + image_bitmap_bytes(r->length) / 8 : bm;
 	ret = apply_feed(a, i, bm, bitmaps_bytes(r));
 	off = r->file_offset + bitmaps_bytes(r);
+	if (!ret && (r->flags & REGION_PACKED))
+		return apply_packed(a, i, saved, zero, off);
 	for (p = 0; !ret && p < pages; p = q) {
 		bool z;
 
@@ -540,13 +607,22 @@ int restore_read_apply(const struct restore_image *chain, int n, struct why *why
 
 	double t0;
 
+	/* Room for a frame and its pages, when an image has packed regions. */
+	uint64_t packed_room = 0;
+
+	for (int c = 0; c < n; c++)
+		if (image_header(chain[c].img)->codec)
+			packed_room = codec_frame_bound(CODEC_FRAME_RAW) + CODEC_FRAME_RAW;
 	why_clear(why); /* as the buffer it replaces */
 	verify_buffers_free();
 	populate_all();
 	t0 = now_s();
-	a.bounce = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	a.bounce = mmap(NULL, PAGE + packed_room, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (a.bounce == MAP_FAILED)
 		return -errno;
+	a.frame = a.bounce + PAGE;
+	a.raw = a.frame + codec_frame_bound(CODEC_FRAME_RAW);
 	ret = readq_init(&a.q, DEPTH);
 	for (int c = n - 1; c >= 0 && !ret; c--) {
 		a.ri = &chain[c];
@@ -555,7 +631,7 @@ int restore_read_apply(const struct restore_image *chain, int n, struct why *why
 	if (ret) /* kept when a step above said why first */
 		why_set(why, ret, "cannot read the images: %s", strerror(-ret));
 	readq_exit(&a.q);
-	munmap(a.bounce, PAGE);
+	munmap(a.bounce, PAGE + packed_room);
 	pr_debug("memory read into place in %.0f ms", (now_s() - t0) * 1e3);
 	return ret;
 }

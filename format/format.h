@@ -29,6 +29,9 @@
  * the pages after them from the wrong place, so it must refuse the file;
  * this reader takes version 5 files as they are (they have no such region),
  * and commit records, unchanged, of either version.
+ * Version 7: memory regions may be compressed (REGION_PACKED, the image's
+ * codec in the header): a reader of version 6 would take the frames for
+ * pages. This reader takes versions 5 and 6 as they are.
  */
 #ifndef STASIS_FORMAT_H
 #define STASIS_FORMAT_H
@@ -37,7 +40,7 @@
 
 #define STASIS_IMAGE_MAGIC "STASISIM" /* 8 bytes, no NUL stored */
 #define STASIS_COMMIT_MAGIC "STASISOK"
-#define STASIS_FORMAT_VERSION 6u
+#define STASIS_FORMAT_VERSION 7u
 #define STASIS_FORMAT_OLDEST 5u /* the oldest version this stasis still reads */
 #define STASIS_PAGE 4096u
 #define STASIS_STATE_MAX 3072u /* opaque saved state (registers, counters) */
@@ -85,6 +88,25 @@ enum region_flags {
 	 * as zeros. The stored pages are the saved ones without them, in
 	 * order. */
 	REGION_ZEROS = 1u << 1,
+	/* Version 7, memory regions of kind REGION_DATA or REGION_ARENA only:
+	 * the stored pages (after the bitmaps) are frames of the header's
+	 * codec (format/codec.h): each a struct packed_frame, its packed
+	 * bytes, zeros up to a page. stored_bytes is then what the frames
+	 * take, not a count of pages. */
+	REGION_PACKED = 1u << 2,
+};
+
+/* How an image's packed regions are compressed (image_header.codec). */
+enum image_codec {
+	CODEC_NONE = 0,
+	CODEC_LZ4 = 1,
+	CODEC_ZSTD = 2,
+};
+
+/* The head of a frame of a REGION_PACKED region. */
+struct packed_frame {
+	uint32_t raw_bytes;    /* page multiple, at most 1 MiB */
+	uint32_t packed_bytes; /* <= raw_bytes; equal: the raw bytes as they are */
 };
 
 struct image_header {
@@ -104,7 +126,7 @@ struct image_header {
 	uint64_t data_bytes; /* region payload bytes (bitmaps and pages) */
 	uint64_t created_ns; /* CLOCK_REALTIME */
 	uint32_t state_size; /* bytes used in state[] */
-	uint32_t reserved;
+	uint32_t codec;      /* enum image_codec of its REGION_PACKED regions (version 7; 0 before) */
 	uint8_t state[STASIS_STATE_MAX]; /* opaque to the storage layer */
 	uint64_t table_crc;  /* crc64 of region_record[nregions] */
 	uint64_t header_crc; /* crc64 of this struct with header_crc = 0 */

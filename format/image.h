@@ -37,9 +37,12 @@ struct image; /* an open, header-verified image */
 int image_open(const char *path, struct image **out, struct why *why);
 const struct image_header *image_header(const struct image *img);
 const struct region_record *image_regions(const struct image *img);
-/* Read region i's stored bytes (stored_bytes of them) into buf and check
- * its crc: -EBADMSG with why set when it does not match. */
+/* Read region i's stored bytes into buf and check its crc: -EBADMSG with
+ * why set when it does not match. A packed region (REGION_PACKED) is
+ * unpacked: buf receives image_region_bytes(img, i) bytes, its bitmaps and
+ * pages as an unpacked region stores them (stored_bytes for the others). */
 int image_read_region(struct image *img, size_t i, void *buf, struct why *why);
+uint64_t image_region_bytes(const struct image *img, size_t i);
 /* The open file and its name, for readers of their own (restore_read.c):
  * nothing read through them is trusted before the checks below passed. */
 int image_fd(const struct image *img);

@@ -3,11 +3,13 @@
 #ifndef STASIS_IMAGE_INT_H
 #define STASIS_IMAGE_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <isa-l/crc64.h>
 
+#include "codec.h"
 #include "image.h"
 
 #define PAGE ((uint64_t)STASIS_PAGE)
@@ -46,5 +48,28 @@ static inline uint64_t region_stored(const struct region_record *r, uint64_t sav
 			 image_bitmap_bytes(r->length);
 
 	return heads + (saved - zeros) * PAGE;
+}
+
+/* Whether r's stored_bytes fit the pages its bitmaps name (bits saved,
+ * zbits of them zeros); *bytes: what it holds unpacked (bitmaps and
+ * pages). A packed region's frames take a page multiple, none when it has
+ * no page, at most a page more than their pages each. */
+static inline bool region_fits(const struct region_record *r, uint64_t bits, uint64_t zbits,
+			       uint64_t *bytes)
+{
+	uint64_t saved = region_saved(r, bits), heads, raw, data, frames;
+
+	if (zbits > saved)
+		return false;
+	*bytes = region_stored(r, saved, zbits);
+	if (!(r->flags & REGION_PACKED))
+		return *bytes == r->stored_bytes;
+	heads = *bytes - (saved - zbits) * PAGE;
+	if (r->stored_bytes < heads)
+		return false;
+	raw = *bytes - heads;
+	data = r->stored_bytes - heads;
+	frames = (raw + CODEC_FRAME_RAW - 1) / CODEC_FRAME_RAW;
+	return data % PAGE == 0 && (raw ? data > 0 : data == 0) && data <= raw + frames * PAGE;
 }
 #endif

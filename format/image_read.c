@@ -25,6 +25,7 @@ struct image {
 	uint64_t size; /* file size at open */
 	struct image_header hdr;
 	struct region_record *regions;
+	uint64_t *bytes; /* each region's bytes unpacked (region_fits) */
 	char path[];
 };
 
@@ -121,12 +122,43 @@ int image_check_end(const struct image *img, size_t i, const struct region_check
 		return why_set(why, -EBADMSG, "%s: region %zu (addr 0x%llx) checksum mismatch",
 			       img->path, i, (unsigned long long)r->addr);
 	}
-	if (r->flags && (!c->bm_ok || c->zbits > region_saved(r, c->bits) ||
-			 region_stored(r, region_saved(r, c->bits), c->zbits) != r->stored_bytes)) {
+	uint64_t bytes;
+
+	if (r->flags && (!c->bm_ok || !region_fits(r, c->bits, c->zbits, &bytes))) {
 		return why_set(
 		    why, -EBADMSG,
 		    "%s: region %zu (addr 0x%llx): bitmap does not match its %llu stored bytes",
 		    img->path, i, (unsigned long long)r->addr, (unsigned long long)r->stored_bytes);
+	}
+	return 0;
+}
+
+/* Region i's checked stored bytes (packed) unpacked into out
+ * (img->bytes[i]): its bitmaps, then every frame's pages. */
+static int unpack_region(const struct image *img, size_t i, const char *packed, char *out,
+			 struct why *why)
+{
+	const struct region_record *r = &img->regions[i];
+	uint64_t heads = (!!(r->flags & REGION_PARTIAL) + !!(r->flags & REGION_ZEROS)) *
+			 image_bitmap_bytes(r->length);
+	uint64_t in = heads, done = heads;
+
+	memcpy(out, packed, heads);
+	while (in < r->stored_bytes) {
+		uint64_t len = codec_frame_length(packed + in, r->stored_bytes - in), got = 0;
+
+		if (len && in + len <= r->stored_bytes)
+			got = codec_unpack(img->hdr.codec, packed + in, out + done,
+					   img->bytes[i] - done);
+		if (!got)
+			break;
+		in += len;
+		done += got;
+	}
+	if (in != r->stored_bytes || done != img->bytes[i]) {
+		return why_set(why, -EBADMSG, "%s: region %zu (addr 0x%llx): its %s frames do not "
+			       "unpack to its pages", img->path, i, (unsigned long long)r->addr,
+			       codec_name(img->hdr.codec));
 	}
 	return 0;
 }
@@ -138,10 +170,20 @@ static int check_region(struct image *img, size_t i, char *buf, struct why *why)
 {
 	const struct region_record *r = &img->regions[i];
 	struct region_check c;
-	char *scratch = NULL;
+	char *scratch = NULL, *packed = NULL, *out = buf;
 	uint64_t pos = 0;
 	int ret;
 
+	/* A packed region is read whole, then unpacked into buf. */
+	if (buf && (r->flags & REGION_PACKED)) {
+		packed = malloc(r->stored_bytes ? r->stored_bytes : 1);
+		if (!packed) {
+			ret = -ENOMEM;
+			why_set(why, ret, "%s: %s", img->path, strerror(ENOMEM));
+			goto err;
+		}
+		buf = packed;
+	}
 	if (!buf) {
 		scratch = mmap(NULL, READ_CHUNK, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -170,9 +212,12 @@ static int check_region(struct image *img, size_t i, char *buf, struct why *why)
 		pos += n;
 	}
 	ret = image_check_end(img, i, &c, why);
+	if (!ret && packed)
+		ret = unpack_region(img, i, packed, out, why);
 err:
 	if (scratch)
 		munmap(scratch, READ_CHUNK);
+	free(packed);
 	return ret;
 }
 
@@ -202,10 +247,15 @@ static int check_record(struct image *img, size_t i, uint64_t data_start, uint64
 		    i, (unsigned long long)r->addr, (unsigned long long)r->length,
 		    (unsigned long long)r->file_offset);
 	}
+	bool paged = r->kind == REGION_DATA || r->kind == REGION_ARENA;
+
 	if (r->kind < REGION_DATA || r->kind > SECTION_LAST ||
-	    (r->flags & ~(REGION_PARTIAL | REGION_ZEROS)) || (r->kind >= SECTION_FIRST && r->flags) ||
-	    ((r->flags & REGION_ZEROS) &&
-	     (img->hdr.version < 6 || (r->kind != REGION_DATA && r->kind != REGION_ARENA)))) {
+	    (r->flags & ~(REGION_PARTIAL | REGION_ZEROS | REGION_PACKED)) ||
+	    (r->kind >= SECTION_FIRST && r->flags) ||
+	    ((r->flags & REGION_ZEROS) && (img->hdr.version < 6 || !paged)) ||
+	    ((r->flags & REGION_PACKED) &&
+	     (img->hdr.version < 7 || !paged ||
+	      (img->hdr.codec != CODEC_LZ4 && img->hdr.codec != CODEC_ZSTD)))) {
 		return why_set(why, -EBADMSG, "%s: region %zu has unknown kind %u or flags 0x%x", p,
 			       i, r->kind, r->flags);
 	}
@@ -215,6 +265,7 @@ static int check_record(struct image *img, size_t i, uint64_t data_start, uint64
 			       (unsigned long long)r->file_offset);
 	}
 	*prev_end = end;
+	img->bytes[i] = r->stored_bytes;
 	if (!r->flags) {
 		if (r->stored_bytes != r->length || r->bitmap_offset) {
 			return why_set(why, -EBADMSG,
@@ -231,7 +282,8 @@ static int check_record(struct image *img, size_t i, uint64_t data_start, uint64
 	uint64_t buf[1024], zbuf[1024];
 
 	if (r->bitmap_offset != (partial ? r->file_offset : 0) || r->stored_bytes < heads ||
-	    (r->stored_bytes - heads) % PAGE || (r->stored_bytes - heads) / PAGE > npages)
+	    (r->stored_bytes - heads) % PAGE ||
+	    (!(r->flags & REGION_PACKED) && (r->stored_bytes - heads) / PAGE > npages))
 		goto bad_bitmap;
 	for (uint64_t k = 0; k < words;) {
 		uint64_t n = words - k < 1024 ? words - k : 1024;
@@ -253,8 +305,7 @@ static int check_record(struct image *img, size_t i, uint64_t data_start, uint64
 				goto bad_bitmap;
 		k += n;
 	}
-	if (zbits <= region_saved(r, bits) &&
-	    region_stored(r, region_saved(r, bits), zbits) == r->stored_bytes)
+	if (region_fits(r, bits, zbits, &img->bytes[i]))
 		return 0;
 bad_bitmap:
 	return why_set(why, -EBADMSG,
@@ -358,7 +409,8 @@ int image_open(const char *path, struct image **out, struct why *why)
 	}
 	img->hdr = *h;
 	img->regions = malloc(h->nregions ? h->nregions * sizeof(struct region_record) : 1);
-	if (!img->regions) {
+	img->bytes = calloc(h->nregions ? h->nregions : 1, sizeof(*img->bytes));
+	if (!img->regions || !img->bytes) {
 		ret = -ENOMEM;
 		why_set(why, ret, "%s: %s", path, strerror(ENOMEM));
 		goto err;
@@ -413,6 +465,11 @@ const char *image_path(const struct image *img)
 	return img->path;
 }
 
+uint64_t image_region_bytes(const struct image *img, size_t i)
+{
+	return i < img->hdr.nregions ? img->bytes[i] : 0;
+}
+
 int image_read_region(struct image *img, size_t i, void *buf, struct why *why)
 {
 	if (i >= img->hdr.nregions || !buf) {
@@ -439,6 +496,7 @@ void image_close(struct image *img)
 	if (img->fd >= 0)
 		close(img->fd);
 	free(img->regions);
+	free(img->bytes);
 	free(img);
 }
 

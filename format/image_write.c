@@ -37,6 +37,7 @@
 #include "log.h"
 #include "fault.h"
 #include "fsutil.h"
+#include "codec.h"
 #include "image_int.h"
 
 #define QUEUE_DEPTH 8
@@ -281,6 +282,74 @@ static int queue_data(struct writer *w, const char *p, uint64_t len, uint64_t *o
 	return 0;
 }
 
+/* Packed regions (REGION_PACKED): stored pages gathered into raw frames of
+ * CODEC_FRAME_RAW bytes, each packed into one of PACK_BUFS buffers and
+ * queued from there. A buffer is used again only once every write queued
+ * before it completed (drain), as the kernel reads it until then. */
+#define PACK_BUFS QUEUE_DEPTH
+
+struct packer {
+	uint32_t codec;
+	char *raw, *bufs; /* one raw frame; PACK_BUFS packed ones */
+	uint64_t fill, frame_cap;
+	int next;
+	size_t map_bytes;
+};
+
+static int pack_flush(struct writer *w, struct packer *pk, uint64_t *off, uint64_t *crc)
+{
+	char *out;
+	uint64_t n;
+	int ret;
+
+	if (!pk->fill)
+		return 0;
+	if (pk->next == PACK_BUFS) {
+		ret = drain(w);
+		if (ret)
+			return ret;
+		pk->next = 0;
+	}
+	out = pk->bufs + (uint64_t)pk->next++ * pk->frame_cap;
+	n = codec_pack(pk->codec, pk->raw, pk->fill, out);
+	pk->fill = 0;
+	return queue_data(w, out, n, off, crc);
+}
+
+/* Queue [p, p + len) as queue_data does, or into pk's frames when packing. */
+static int emit(struct writer *w, struct packer *pk, const char *p, uint64_t len, uint64_t *off,
+		uint64_t *crc)
+{
+	if (!pk)
+		return queue_data(w, p, len, off, crc);
+	while (len) {
+		uint64_t n = CODEC_FRAME_RAW - pk->fill < len ? CODEC_FRAME_RAW - pk->fill : len;
+		int ret;
+
+		memcpy(pk->raw + pk->fill, p, n);
+		pk->fill += n;
+		p += n;
+		len -= n;
+		if (pk->fill == CODEC_FRAME_RAW && (ret = pack_flush(w, pk, off, crc)))
+			return ret;
+	}
+	return 0;
+}
+
+static int packer_init(struct packer *pk, uint32_t codec)
+{
+	pk->codec = codec;
+	pk->frame_cap = codec_frame_bound(CODEC_FRAME_RAW);
+	pk->map_bytes = CODEC_FRAME_RAW + PACK_BUFS * pk->frame_cap;
+	pk->raw = mmap(NULL, pk->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	if (pk->raw == MAP_FAILED) {
+		pk->raw = NULL;
+		return -errno;
+	}
+	pk->bufs = pk->raw + CODEC_FRAME_RAW;
+	return 0;
+}
 
 /* Whether region r's pages of zeros are left out (REGION_ZEROS): memory
  * that a restart writes back page by page. Not the stack (saved whole and
@@ -333,6 +402,8 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 {
 	char tmp[PATH_MAX];
 	struct writer w = {.fd = -1, .fill = -1};
+	struct packer pk = {0};
+	size_t npacked = 0;
 	bool ring_ok = false, tmp_made = false;
 	struct region_record *table;
 	uint64_t table_bytes, data_start, off, data_bytes = 0, stage_bytes;
@@ -412,9 +483,20 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 				bm += image_bitmap_bytes(r->length);
 			}
 		}
+		/* Its pages packed: stored_bytes is known once they are written. */
+		if (hdr->codec && zeros_kept(r)) {
+			rec->flags |= REGION_PACKED;
+			npacked++;
+		}
 		off += rec->stored_bytes;
 		data_bytes += rec->stored_bytes;
 	}
+	if (npacked && hdr->codec != CODEC_LZ4 && hdr->codec != CODEC_ZSTD) {
+		ret = -EINVAL;
+		goto err;
+	}
+	if (npacked && (ret = packer_init(&pk, hdr->codec)))
+		goto err;
 
 	w.ckpt_id = hdr->ckpt_id;
 	if (fault_hit_at(FAULT_STALL_WRITE, hdr->ckpt_id))
@@ -451,11 +533,18 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 	ring_ok = true;
 
 	bm = stage + data_start;
+	off = data_start;
+	data_bytes = 0;
 	for (i = 0; i < nregions; i++) {
 		const struct image_region *r = &regions[i];
 		struct region_record *rec = &table[i];
-		uint64_t crc = 0, pos = rec->file_offset;
+		struct packer *rpk = (rec->flags & REGION_PACKED) ? &pk : NULL;
+		uint64_t crc = 0, pos = off;
 
+		/* Where the packed regions before it ended. */
+		rec->file_offset = pos;
+		if (rec->flags & REGION_PARTIAL)
+			rec->bitmap_offset = pos;
 		if (!rec->flags) {
 			ret = queue_data(&w, (const char *)r->addr, r->length, &pos, &crc);
 		} else {
@@ -485,13 +574,18 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 				while (pg < npages &&
 				       (stored_word(saved, zero, npages, pg / 64) >> (pg % 64) & 1))
 					pg++;
-				ret = queue_data(&w, (const char *)r->addr + start * PAGE,
-						 (pg - start) * PAGE, &pos, &crc);
+				ret = emit(&w, rpk, (const char *)r->addr + start * PAGE,
+					   (pg - start) * PAGE, &pos, &crc);
 			}
+			if (!ret && rpk)
+				ret = pack_flush(&w, rpk, &pos, &crc);
 		}
 		if (ret)
 			goto err;
 		rec->data_crc = crc;
+		rec->stored_bytes = pos - rec->file_offset;
+		off = pos;
+		data_bytes += rec->stored_bytes;
 	}
 	ret = drain(&w);
 	if (!ret)
@@ -540,6 +634,8 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 
 	io_uring_queue_exit(&w.ring);
 	munmap(stage, stage_bytes);
+	if (pk.raw)
+		munmap(pk.raw, pk.map_bytes);
 	if (bytes_written)
 		*bytes_written = off;
 	return 0;
@@ -563,6 +659,8 @@ err:
 		unlink(tmp);
 	if (stage != MAP_FAILED)
 		munmap(stage, stage_bytes);
+	if (pk.raw)
+		munmap(pk.raw, pk.map_bytes);
 	if (w.fault_hit)
 		return why_set(why, ret, "cannot write %s: injected fault", path);
 	return why_set(why, ret, "cannot write %s: %s", path, strerror(-ret));

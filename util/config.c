@@ -116,6 +116,7 @@ static void default_dir(char *buf, size_t len)
 int config_load(struct stasis_config *cfg, struct why *why)
 {
 	static const char *const dirty[] = {"auto", "uffd", "mprotect", "off", NULL};
+	static const char *const compress[] = {"none", "lz4", "zstd", NULL};
 	const char *v;
 	int n;
 
@@ -130,6 +131,7 @@ int config_load(struct stasis_config *cfg, struct why *why)
 	cfg->rs_k = 2;
 	cfg->replicas = 1;
 	strcpy(cfg->dirty, "auto");
+	strcpy(cfg->compress, "none");
 	cfg->full_every = 8;
 	cfg->fault_us = -1;
 	cfg->undo_max = 1ull << 30;
@@ -209,6 +211,11 @@ int config_load(struct stasis_config *cfg, struct why *why)
 			BAD("STASIS_DIRTY", v, "is not one of auto, uffd, mprotect, off");
 		strcpy(cfg->dirty, v);
 	}
+	if ((v = env("STASIS_COMPRESS"))) {
+		if (!one_of(v, compress))
+			BAD("STASIS_COMPRESS", v, "is not one of none, lz4, zstd");
+		strcpy(cfg->compress, v);
+	}
 	if ((v = env("STASIS_FULL_EVERY")) && parse_int(v, 1, 1000000, &cfg->full_every))
 		BAD("STASIS_FULL_EVERY", v, "is not an integer >= 1");
 	if ((v = env("STASIS_TRACK_FAULT_US")) && parse_nonnegative(v, &cfg->fault_us))
@@ -251,7 +258,7 @@ void config_print(const struct stasis_config *cfg)
 			cfg->flush_every);
 	pr_info("STASIS_DIRTY=%s STASIS_FULL_EVERY=%d STASIS_FAILURE_DOMAIN=%s STASIS_RESTART=%d",
 		cfg->dirty, cfg->full_every, cfg->failure_domain, cfg->restart);
-	pr_info("STASIS_UNDO_MAX=%llu", cfg->undo_max);
+	pr_info("STASIS_UNDO_MAX=%llu STASIS_COMPRESS=%s", cfg->undo_max, cfg->compress);
 	if (cfg->fault_us >= 0)
 		pr_info("STASIS_TRACK_FAULT_US=%g", cfg->fault_us);
 }

@@ -27,6 +27,7 @@ struct stasis_config {
 	int rs_k;                 /* STASIS_RS_K */
 	int replicas;             /* STASIS_PARTNER_REPLICAS */
 	char dirty[16];           /* STASIS_DIRTY */
+	char compress[8];         /* STASIS_COMPRESS: none, lz4, zstd */
 	int full_every;           /* STASIS_FULL_EVERY >= 1 */
 	double fault_us;          /* STASIS_TRACK_FAULT_US >= 0, < 0: time it */
 	unsigned long long undo_max; /* STASIS_UNDO_MAX bytes of one interval's undo record */

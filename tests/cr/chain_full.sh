@@ -57,6 +57,13 @@ if [[ ${CHAIN_WANT_ZEROS:-0} == 1 ]]; then
 	((zeros > 0)) || cr_fail "no image of the chains left a page of zeros out"
 	cr_ok "$zeros pages of zeros left out of the images and put back as zeros"
 fi
+if [[ ${STASIS_COMPRESS:-none} != none ]]; then
+	# Every checkpoint's images were packed with the codec asked for.
+	kinds=$("$STASIS_BUILD/tools/stasis-inspect" --json | grep -o '"codec": *"[a-z0-9]*"' | sort | uniq -c)
+	[[ $(wc -l <<<"$kinds") == 1 && $kinds == *"\"$STASIS_COMPRESS\""* ]] ||
+		cr_fail "images not all packed with $STASIS_COMPRESS: $kinds"
+	cr_ok "every image packed with $STASIS_COMPRESS"
+fi
 
 # The negative control: one corrupted byte must be seen.
 if out=$("$compare" "$job" 0 "$id" --corrupt 2>&1); then

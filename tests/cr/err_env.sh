@@ -25,8 +25,13 @@ cr_expect_failure bad_cost
 cr_expect_words bad_cost "a negative fault cost is named" stasis STASIS_TRACK_FAULT_US -3
 cr_expect_unchanged "$before"
 
+STASIS_COMPRESS=gzip cr_run_wait bad_codec
+cr_expect_failure bad_codec
+cr_expect_words bad_codec "a codec stasis does not have is named" stasis STASIS_COMPRESS gzip
+cr_expect_unchanged "$before"
+
 STASIS_INTERVAL=abc cr_restart bad_restart
 cr_expect_failure bad_restart
 cr_expect_words bad_restart "stasis-restart names the variable and the value" stasis STASIS_INTERVAL abc
 cr_expect_unchanged "$before"
-cr_pass "STASIS_INTERVAL=abc rejected by stasis-run and stasis-restart, STASIS_TRACK_FAULT_US=-3 by stasis-run, no file lost"
+cr_pass "STASIS_INTERVAL=abc rejected by stasis-run and stasis-restart, STASIS_TRACK_FAULT_US=-3 and STASIS_COMPRESS=gzip by stasis-run, no file lost"

@@ -109,10 +109,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!image_verify(img, NULL)) {
 		for (size_t i = 0; i < image_header(img)->nregions; i++) {
 			const struct region_record *r = &image_regions(img)[i];
-			char *buf = malloc(r->stored_bytes ? r->stored_bytes : 1);
+			uint64_t n = image_region_bytes(img, i);
+			char *buf = malloc(n ? n : 1);
 
-			if (image_read_region(img, i, buf, NULL))
-				abort(); /* verified a moment ago */
+			/* Verified a moment ago: only the frames of a packed
+			 * region, which the crc does not judge, may not unpack. */
+			if (image_read_region(img, i, buf, NULL) && !(r->flags & REGION_PACKED))
+				abort();
 			free(buf);
 		}
 	}

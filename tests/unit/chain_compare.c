@@ -77,8 +77,7 @@ static struct image *open_image(const char *path)
 
 static uint8_t *read_region(struct image *img, size_t i)
 {
-	const struct region_record *r = &image_regions(img)[i];
-	uint8_t *buf = xcalloc(1, r->stored_bytes);
+	uint8_t *buf = xcalloc(1, image_region_bytes(img, i) + 1);
 	struct why why = WHY_INIT;
 
 	if (image_read_region(img, i, buf, &why)) {

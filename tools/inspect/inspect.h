@@ -45,6 +45,7 @@ struct ckpt {
 	bool complete;
 	bool have_header; /* kind, parent, created from some rank's header */
 	uint32_t kind;
+	uint32_t codec; /* enum image_codec of its images (STASIS_COMPRESS) */
 	uint64_t parent;
 	uint64_t created_ns;
 	/* --verify */

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "codec.h"
 #include "inspect.h"
 
 struct options {
@@ -128,6 +129,14 @@ static const char *kind_name(const struct ckpt *c)
 	return !c->have_header ? "?" : c->kind == IMAGE_FULL ? "full" : "incremental";
 }
 
+/* The kind column: "full", or "incremental+zstd" for compressed images. */
+static const char *kind_column(char *buf, size_t len, const struct ckpt *c)
+{
+	snprintf(buf, len, "%s%s%s", kind_name(c), c->have_header && c->codec ? "+" : "",
+		 c->have_header && c->codec ? codec_name(c->codec) : "");
+	return buf;
+}
+
 static void state(char *buf, size_t len, const struct job *j, const struct ckpt *c)
 {
 	struct sizes s = sizes(c);
@@ -152,12 +161,12 @@ static void list_text(struct inspect *in, struct job *j)
 		fprintf(stdout, " %s", j->dirs[i]);
 	fprintf(stdout, "\n");
 	if (j->nck) /* a job with Fenix snapshots only has no checkpoint */
-		fprintf(stdout, "  %6s  %-19s  %-11s  %-14s  %-21s  %-10s  %s\n", "id", "taken",
+		fprintf(stdout, "  %6s  %-19s  %-16s  %-14s  %-21s  %-10s  %s\n", "id", "taken",
 			"kind", "chain", "bytes per rank", "total", "state");
 	for (int k = 0; k < j->nck; k++) {
 		struct ckpt *c = &j->ck[k];
 		struct sizes s = sizes(c);
-		char t[32], ch[128] = "", lo[32], hi[32], per[48], tot[32], st[96];
+		char t[32], ch[128] = "", lo[32], hi[32], per[48], tot[32], st[96], kc[32];
 		uint64_t ids[64];
 		int n = chain(j, c, ids, 64);
 		size_t at = 0;
@@ -171,8 +180,9 @@ static void list_text(struct inspect *in, struct job *j)
 		snprintf(per, sizeof(per), strcmp(lo, hi) ? "%s-%s" : "%s", lo, hi);
 		human(tot, sizeof(tot), s.total);
 		state(st, sizeof(st), j, c);
-		fprintf(stdout, "  %6llu  %-19s  %-11s  %-14s  %-21s  %-10s  %s\n",
-			(unsigned long long)c->id, t, kind_name(c), ch, per, tot, st);
+		fprintf(stdout, "  %6llu  %-19s  %-16s  %-14s  %-21s  %-10s  %s\n",
+			(unsigned long long)c->id, t, kind_column(kc, sizeof(kc), c), ch, per, tot,
+			st);
 	}
 	(void)in;
 }
@@ -302,6 +312,7 @@ static void ckpt_json(struct job *j, struct ckpt *c, struct json *js, bool verif
 	json_str(js, "time", c->created_ns ? t : NULL);
 	json_u64(js, "created_ns", c->created_ns);
 	json_str(js, "kind", c->have_header ? kind_name(c) : NULL);
+	json_str(js, "codec", c->have_header ? codec_name(c->codec) : NULL);
 	if (c->parent)
 		json_u64(js, "parent", c->parent);
 	else

@@ -252,6 +252,7 @@ static void read_rank(struct ckpt *c, int rank)
 		if (!c->have_header) {
 			c->kind = rf->hdr.kind;
 			c->parent = rf->hdr.parent_id;
+			c->codec = rf->hdr.codec;
 		}
 		c->have_header = true;
 	}
