@@ -65,8 +65,8 @@ K_POINTS automatic
 EOI
 	run pw pw.x -in "$dir/si.in"
 fi
-if python3 -c 'import numpy, mpi4py' 2>/dev/null; then
-	run numpy python3 "$src/tests/apps/numpy_mpi.py" 3000 512
+if /usr/bin/python3 -c 'import numpy, mpi4py' 2>/dev/null; then
+	run numpy /usr/bin/python3 "$src/tests/apps/numpy_mpi.py" 3000 512
 fi
 echo "written to $out (best of 3 each):"
 "$build/bench/compress_perf" "$wdir" "$dir"/images/*.img
