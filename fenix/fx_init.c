@@ -26,14 +26,21 @@ struct callback {
 static struct callback *cbs;
 static int ncbs;
 
-int fx_say(int code, const char *fmt, ...)
+static void say(const char *fmt, va_list ap)
 {
 	char line[1200];
-	va_list ap;
-	va_start(ap, fmt);
+
 	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
 	fprintf(stderr, "stasis fenix: %s\n", line);
+}
+
+int fx_say(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(fmt, ap);
+	va_end(ap);
 	return code;
 }
 
@@ -43,12 +50,11 @@ int fx_say_before_return(MPI_Comm comm, bool speaker, int code, const char *fmt,
 	 * launcher then kills the speaker, so the line is written before any
 	 * rank leaves the barrier. */
 	if (speaker) {
-		char line[1200];
 		va_list ap;
+
 		va_start(ap, fmt);
-		vsnprintf(line, sizeof(line), fmt, ap);
+		say(fmt, ap);
 		va_end(ap);
-		fprintf(stderr, "stasis fenix: %s\n", line);
 	}
 	MPI_Barrier(comm);
 	return code;
