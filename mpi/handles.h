@@ -62,6 +62,7 @@ enum vh_flags {
 	VH_DONE = 1u << 9,	 /* completed by stasis: its status waits */
 	VH_REPOST = 1u << 10,	 /* a receive cancelled at a checkpoint */
 	VH_FORTRAN = 1u << 11,	 /* posted through the Fortran bindings */
+	VH_GREQ = 1u << 12,	 /* a generalized request: the program completes it */
 };
 
 struct mpi_record;

@@ -101,6 +101,33 @@ MPI_Fint mpi_req_new_f(MPI_Fint real_f, uint32_t kind, MPI_Comm comm, int peer)
 			      real_f);
 }
 
+MPI_Request mpi_req_greq(MPI_Request real, void *const fn[3], MPI_Aint extra, uint32_t flags)
+{
+	struct req_info *ri;
+	void *v;
+
+	if (real == MPI_REQUEST_NULL)
+		return real;
+	ri = info_new(MPI_COMM_NULL, MPI_PROC_NULL);
+	if (ri) {
+		memcpy(ri->greq_fn, fn, sizeof(ri->greq_fn));
+		ri->greq_extra = extra;
+	}
+	v = mint(real, VH_GREQ | VH_ACTIVE | flags, NULL, ri);
+	if (!v)
+		return real;
+	pending_add(1);
+	return v;
+}
+
+void mpi_req_greq_completed(MPI_Request v)
+{
+	struct vh_entry *e = vh_entry(VH_REQUEST, v);
+
+	if (e && (e->flags & VH_GREQ) && e->aux)
+		((struct req_info *)e->aux)->greq_completed = true;
+}
+
 static MPI_Request recv_new(MPI_Request real, void *buf, int count, MPI_Datatype type, int source,
 			    int tag, MPI_Comm comm, uint32_t fortran)
 {
@@ -406,7 +433,9 @@ static int progress_one(enum vh_kind k, uint32_t index, struct vh_entry *e, void
 
 	(void)k;
 	(void)index;
-	if (!(e->flags & VH_ACTIVE) || (e->flags & (VH_DONE | VH_REPOST)) ||
+	/* A generalized request is the program's to complete: testing it
+	 * would run its query and free functions at a time of stasis's. */
+	if (!(e->flags & VH_ACTIVE) || (e->flags & (VH_DONE | VH_REPOST | VH_GREQ)) ||
 	    (c->kind && !(e->flags & c->kind)) || !ri)
 		return 0;
 	if (PMPI_Test((MPI_Request *)&e->real, &flag, &ri->status) != MPI_SUCCESS || !flag) {
@@ -688,7 +717,7 @@ static int save_one(enum vh_kind k, uint32_t index, struct vh_entry *e, void *ar
 	struct req_info *ri = e->aux;
 
 	(void)k;
-	if (!ri || !(e->flags & (VH_REPOST | VH_DONE)))
+	if (!ri || !(e->flags & (VH_REPOST | VH_DONE | VH_GREQ)))
 		return 0;
 	recbuf_int(c->b, (int)index);
 	recbuf_int(c->b, (int)e->flags);
@@ -702,6 +731,12 @@ static int save_one(enum vh_kind k, uint32_t index, struct vh_entry *e, void *ar
 	recbuf_int(c->b, ri->fcomm);
 	recbuf_u64(c->b, ri->posted);
 	recbuf_put(c->b, &ri->status, sizeof(ri->status));
+	if (e->flags & VH_GREQ) {
+		for (int i = 0; i < 3; i++)
+			recbuf_u64(c->b, (uintptr_t)ri->greq_fn[i]);
+		recbuf_u64(c->b, (uint64_t)ri->greq_extra);
+		recbuf_int(c->b, ri->greq_completed);
+	}
 	c->n++;
 	return 0;
 }
@@ -746,7 +781,25 @@ int mpi_req_load(struct rec_reader *r)
 		if (ri->posted > post_seq)
 			post_seq = ri->posted;
 		recread_get(r, &ri->status, sizeof(ri->status));
-		if (flags & VH_PERSISTENT) {
+		if (flags & VH_GREQ) {
+			for (int k = 0; k < 3; k++)
+				ri->greq_fn[k] = (void *)(uintptr_t)recread_u64(r);
+			ri->greq_extra = (MPI_Aint)recread_u64(r);
+			ri->greq_completed = recread_int(r);
+		}
+		if ((flags & VH_GREQ) && !(flags & VH_DONE)) {
+			/* Started again: MPI's is gone with the old process. */
+			MPI_Request real = MPI_REQUEST_NULL;
+			MPI_Fint real_f = VH_NO_FINT;
+
+			if (r->bad || grequest_start_again(ri, flags & VH_FORTRAN, &real, &real_f) ||
+			    vh_bind(VH_REQUEST, index, real, flags, NULL)) {
+				free(ri);
+				return -EBADMSG;
+			}
+			vh_entry_at(VH_REQUEST, index)->aux = ri;
+			vh_entry_at(VH_REQUEST, index)->real_f = real_f;
+		} else if (flags & VH_PERSISTENT) {
 			/* Made again by the replay: it takes the state it had. */
 			struct vh_entry *e = vh_entry_at(VH_REQUEST, index);
 

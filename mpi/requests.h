@@ -34,6 +34,11 @@ struct req_info {
 				* matches receives in that order, so they are
 				* posted again in it */
 	MPI_Status status;     /* VH_DONE: what the program's Wait returns */
+	/* a generalized request (VH_GREQ): its query, free and cancel
+	 * functions and extra state, and whether the program completed it */
+	void *greq_fn[3];
+	MPI_Aint greq_extra;
+	bool greq_completed;
 };
 
 /* kind: VH_SEND, VH_RECV or 0, with VH_NOPEER for MPI_PROC_NULL. */
@@ -56,6 +61,19 @@ MPI_Request mpi_req_persistent(MPI_Request real, uint32_t kind, MPI_Comm comm, i
 			       struct rec_builder *b, const char *call);
 MPI_Fint mpi_req_persistent_f(MPI_Fint real_f, uint32_t kind, MPI_Comm comm, int peer,
 			      struct rec_builder *b, const char *call);
+
+/* A generalized request MPI just started (grequest.c): fn are its query,
+ * free and cancel functions, extra its extra state; flags VH_FORTRAN for
+ * one started through the Fortran bindings. Kept until the program's
+ * Wait or Test completes it, never completed by stasis; a restart starts
+ * it again (completed again if the program had). */
+MPI_Request mpi_req_greq(MPI_Request real, void *const fn[3], MPI_Aint extra, uint32_t flags);
+/* MPI_Grequest_complete of the program's handle v succeeded. */
+void mpi_req_greq_completed(MPI_Request v);
+/* grequest.c: start the generalized request ri describes again, in a
+ * restarted process; 0 or -EIO. */
+int grequest_start_again(const struct req_info *ri, bool fortran, MPI_Request *real,
+			 MPI_Fint *real_f);
 
 /* After a Wait/Test call: *app held the program's handle, real is what
  * MPI left in the call's copy; done says whether the call completed it

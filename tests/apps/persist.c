@@ -10,6 +10,13 @@
  * --early starts the next step's receives as soon as this step's complete:
  * persistent requests are then active at every instant.
  *
+ * Generalized requests too (MPI_Grequest_start): one is started every
+ * step for a job in the program's memory, completed the step after
+ * (MPI_Grequest_complete) and waited for the step after that, so that at
+ * every step's MPI_Allreduce one is pending and one complete but not yet
+ * waited for; its query function gives the job's step as the status's
+ * element count, its free function counts frees.
+ *
  * Output (rank 0, stdout, at the end): one line hashing the field.
  */
 #include <mpi.h>
@@ -27,13 +34,61 @@ static void mix(const void *buf, size_t len)
 	hash = hash_mix(hash, buf, len);
 }
 
+struct job {
+	int step, freed;
+	double value;
+};
+
+static int job_query(void *extra, MPI_Status *st)
+{
+	struct job *j = extra;
+
+	MPI_Status_set_elements(st, MPI_INT, j->step);
+	MPI_Status_set_cancelled(st, 0);
+	st->MPI_SOURCE = MPI_UNDEFINED;
+	st->MPI_TAG = MPI_UNDEFINED;
+	return MPI_SUCCESS;
+}
+
+static int job_free(void *extra)
+{
+	((struct job *)extra)->freed++;
+	return MPI_SUCCESS;
+}
+
+static int job_cancel(void *extra, int complete)
+{
+	(void)extra, (void)complete;
+	return MPI_SUCCESS;
+}
+
+/* Wait for the generalized request of job j: its step and value go into
+ * the hash. */
+static void job_wait(MPI_Request *r, struct job *j)
+{
+	MPI_Status st;
+	int count = -1;
+
+	MPI_Wait(r, &st);
+	MPI_Get_elements(&st, MPI_INT, &count);
+	if (count != j->step || *r != MPI_REQUEST_NULL) {
+		fprintf(stderr, "persist: generalized request of step %d: count %d\n", j->step,
+			count);
+		exit(1);
+	}
+	mix(&count, sizeof(count));
+	mix(&j->value, sizeof(j->value));
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 8192, iters = argc > 2 ? atoi(argv[2]) : 2000;
 	int early = argc > 3 && !strcmp(argv[3], "--early");
 	int rank, size, left, right, bsize;
 	double *u, *next_u, *from_left, *from_right, token = 0, got = 0;
-	MPI_Request ring[4], tok[2];
+	MPI_Request ring[4], tok[2], greq[3];
+	static struct job jobs[3];
+	int freed = 0;
 	void *bbuf;
 
 	MPI_Init(&argc, &argv);
@@ -99,8 +154,27 @@ int main(int argc, char **argv)
 		}
 		for (int i = 0; i < n; i++)
 			sum += u[i];
+		jobs[it % 3].step = it;
+		MPI_Grequest_start(job_query, job_free, job_cancel, &jobs[it % 3], &greq[it % 3]);
+		if (it >= 1) {
+			jobs[(it - 1) % 3].value = sum;
+			MPI_Grequest_complete(greq[(it - 1) % 3]);
+		}
+		if (it >= 2)
+			job_wait(&greq[(it - 2) % 3], &jobs[(it - 2) % 3]);
 		MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 		mix(&sum, sizeof(sum));
+	}
+	/* The last two: the one pending completed, both waited for. */
+	MPI_Grequest_complete(greq[(iters - 1) % 3]);
+	for (int it = iters - 2; it < iters; it++)
+		if (it >= 0)
+			job_wait(&greq[it % 3], &jobs[it % 3]);
+	for (int i = 0; i < 3; i++)
+		freed += jobs[i].freed;
+	if (freed != iters) {
+		fprintf(stderr, "persist: %d generalized requests freed of %d\n", freed, iters);
+		return 1;
 	}
 
 	for (int i = 0; i < 4; i++)

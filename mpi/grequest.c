@@ -1,0 +1,106 @@
+/* Generalized requests (MPI_Grequest_start, MPI_Grequest_complete). The
+ * program completes one itself, when the operation it stands for is done,
+ * so stasis never waits for one at a checkpoint nor tests it
+ * (requests.c): it keeps the request's query, free and cancel functions
+ * and extra state (in the program's memory and code, at the same
+ * addresses after a restart) and whether the program completed it. A
+ * restart starts it again with them, under the same handle, and completes
+ * it again if the program had: its Wait or Test then runs the program's
+ * own functions as MPI would have. */
+#include <errno.h>
+#include <mpi.h>
+
+#include "export.h"
+#include "handles.h"
+#include "requests.h"
+#include "runtime.h"
+
+typedef void fortran_start_fn(void *, void *, void *, MPI_Aint *, MPI_Fint *, MPI_Fint *);
+typedef void fortran_complete_fn(MPI_Fint *, MPI_Fint *);
+
+/* Resolved at each use: a restart resumes in a process where a static
+ * pointer was never set. */
+static fortran_start_fn *fortran_start(void)
+{
+	return (fortran_start_fn *)stasis_next_symbol("mpi_grequest_start_");
+}
+
+static fortran_complete_fn *fortran_complete(void)
+{
+	return (fortran_complete_fn *)stasis_next_symbol("mpi_grequest_complete_");
+}
+
+EXPORT int MPI_Grequest_start(MPI_Grequest_query_function *query_fn,
+			      MPI_Grequest_free_function *free_fn,
+			      MPI_Grequest_cancel_function *cancel_fn, void *extra_state,
+			      MPI_Request *request)
+{
+	void *fn[3] = {(void *)query_fn, (void *)free_fn, (void *)cancel_fn};
+	MPI_Request real = MPI_REQUEST_NULL;
+	int ret = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, extra_state, &real);
+
+	if (ret == MPI_SUCCESS)
+		*request = mpi_req_greq(real, fn, (MPI_Aint)extra_state, 0);
+	return ret;
+}
+
+EXPORT int MPI_Grequest_complete(MPI_Request request)
+{
+	int ret = PMPI_Grequest_complete(VH_REAL(VH_REQUEST, MPI_Request, request));
+
+	if (ret == MPI_SUCCESS)
+		mpi_req_greq_completed(request);
+	return ret;
+}
+
+/* Fortran (mpif.h, use mpi; mpi_f08 through gen_f08.py's trampolines):
+ * MPI's own bindings, which call Fortran functions. */
+EXPORT void mpi_grequest_start_(void *query_fn, void *free_fn, void *cancel_fn,
+				MPI_Aint *extra_state, MPI_Fint *request, MPI_Fint *ierr)
+{
+	void *fn[3] = {query_fn, free_fn, cancel_fn};
+	MPI_Fint real_f = 0;
+
+	fortran_start()(query_fn, free_fn, cancel_fn, extra_state, &real_f, ierr);
+	if (*ierr == MPI_SUCCESS)
+		*request = vh_keep_real_f(VH_REQUEST,
+					  mpi_req_greq(PMPI_Request_f2c(real_f), fn, *extra_state,
+						       VH_FORTRAN),
+					  real_f);
+}
+FORTRAN_ALIASES(mpi_grequest_start, MPI_GREQUEST_START)
+
+EXPORT void mpi_grequest_complete_(MPI_Fint *request, MPI_Fint *ierr)
+{
+	MPI_Fint real_f = vh_real_f(VH_REQUEST, *request);
+
+	fortran_complete()(&real_f, ierr);
+	if (*ierr == MPI_SUCCESS)
+		mpi_req_greq_completed(vh_f2c(VH_REQUEST, *request));
+}
+FORTRAN_ALIASES(mpi_grequest_complete, MPI_GREQUEST_COMPLETE)
+
+int grequest_start_again(const struct req_info *ri, bool fortran, MPI_Request *real,
+			 MPI_Fint *real_f)
+{
+	int ret;
+
+	if (fortran) {
+		MPI_Fint ierr = MPI_SUCCESS, f = 0;
+		MPI_Aint extra = ri->greq_extra;
+
+		fortran_start()(ri->greq_fn[0], ri->greq_fn[1], ri->greq_fn[2], &extra, &f, &ierr);
+		ret = ierr;
+		*real = ret == MPI_SUCCESS ? PMPI_Request_f2c(f) : MPI_REQUEST_NULL;
+		*real_f = f;
+	} else {
+		ret = PMPI_Grequest_start((MPI_Grequest_query_function *)ri->greq_fn[0],
+					  (MPI_Grequest_free_function *)ri->greq_fn[1],
+					  (MPI_Grequest_cancel_function *)ri->greq_fn[2],
+					  (void *)ri->greq_extra, real);
+		*real_f = VH_NO_FINT;
+	}
+	if (ret == MPI_SUCCESS && ri->greq_completed)
+		ret = PMPI_Grequest_complete(*real);
+	return ret == MPI_SUCCESS ? 0 : -EIO;
+}
