@@ -61,11 +61,13 @@ EXPORT void mpi_grequest_start_(void *query_fn, void *free_fn, void *cancel_fn,
 	void *fn[3] = {query_fn, free_fn, cancel_fn};
 	MPI_Fint real_f = 0;
 
+	/* Open MPI keeps the address of the program's extra state (its
+	 * functions are given it by reference): the address is kept. */
 	fortran_start()(query_fn, free_fn, cancel_fn, extra_state, &real_f, ierr);
 	if (*ierr == MPI_SUCCESS)
 		*request = vh_keep_real_f(VH_REQUEST,
-					  mpi_req_greq(PMPI_Request_f2c(real_f), fn, *extra_state,
-						       VH_FORTRAN),
+					  mpi_req_greq(PMPI_Request_f2c(real_f), fn,
+						       (MPI_Aint)extra_state, VH_FORTRAN),
 					  real_f);
 }
 FORTRAN_ALIASES(mpi_grequest_start, MPI_GREQUEST_START)
@@ -87,9 +89,9 @@ int grequest_start_again(const struct req_info *ri, bool fortran, MPI_Request *r
 
 	if (fortran) {
 		MPI_Fint ierr = MPI_SUCCESS, f = 0;
-		MPI_Aint extra = ri->greq_extra;
 
-		fortran_start()(ri->greq_fn[0], ri->greq_fn[1], ri->greq_fn[2], &extra, &f, &ierr);
+		fortran_start()(ri->greq_fn[0], ri->greq_fn[1], ri->greq_fn[2],
+				(MPI_Aint *)ri->greq_extra, &f, &ierr);
 		ret = ierr;
 		*real = ret == MPI_SUCCESS ? PMPI_Request_f2c(f) : MPI_REQUEST_NULL;
 		*real_f = f;

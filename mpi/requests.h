@@ -35,7 +35,9 @@ struct req_info {
 				* posted again in it */
 	MPI_Status status;     /* VH_DONE: what the program's Wait returns */
 	/* a generalized request (VH_GREQ): its query, free and cancel
-	 * functions and extra state, and whether the program completed it */
+	 * functions and extra state (for one started through the Fortran
+	 * bindings, the address of the program's INTEGER), and whether the
+	 * program completed it */
 	void *greq_fn[3];
 	MPI_Aint greq_extra;
 	bool greq_completed;

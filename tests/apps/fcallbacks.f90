@@ -3,7 +3,10 @@
 ! reduction op on a derived datatype (pairs of doubles: the larger of the
 ! first, the sum of the second), a communicator attribute whose copy
 ! function adds one at every MPI_COMM_DUP and whose delete function counts
-! frees, and an error handler called through MPI_COMM_CALL_ERRHANDLER.
+! frees, an error handler called through MPI_COMM_CALL_ERRHANDLER, and
+! generalized requests (MPI_GREQUEST_START, one a step, completed the step
+! after and waited for the step after that) whose query function gives
+! their extra state (the step) as the status's element count.
 ! A callback given a handle the program does not hold (a datatype,
 ! communicator or keyval other than its own, or another extra state) stops
 ! the job with MPI_ABORT, naming it.
@@ -16,7 +19,10 @@ module fcb
   use mpi
   implicit none
   integer :: pairtype, work, keyval
-  integer :: dups = 0, deletes = 0, errors = 0
+  integer :: dups = 0, deletes = 0, errors = 0, gfreed = 0
+  ! Each generalized request's extra state: Open MPI passes the variable
+  ! itself (by reference) to the request's functions.
+  integer(kind=MPI_ADDRESS_KIND) :: gsteps(0:2)
 contains
   subroutine fail(what)
     character(len=*), intent(in) :: what
@@ -69,13 +75,49 @@ contains
     if (comm /= work) call fail('the error handler''s communicator')
     errors = errors + code
   end subroutine handler
+
+  subroutine gquery(extra, status, ierr)
+    integer(kind=MPI_ADDRESS_KIND) :: extra
+    integer :: status(MPI_STATUS_SIZE), ierr
+
+    call mpi_status_set_elements(status, MPI_INTEGER, int(extra), ierr)
+    call mpi_status_set_cancelled(status, .false., ierr)
+    ierr = MPI_SUCCESS
+  end subroutine gquery
+
+  subroutine gfree(extra, ierr)
+    integer(kind=MPI_ADDRESS_KIND) :: extra
+    integer :: ierr
+
+    if (extra < 1) call fail('the free function''s extra state')
+    gfreed = gfreed + 1
+    ierr = MPI_SUCCESS
+  end subroutine gfree
+
+  subroutine gcancel(extra, complete, ierr)
+    integer(kind=MPI_ADDRESS_KIND) :: extra
+    logical :: complete
+    integer :: ierr
+
+    ierr = MPI_SUCCESS
+  end subroutine gcancel
+
+  ! Wait for the generalized request of step s.
+  subroutine gwait(req, s)
+    integer :: req, s, cnt, ierr
+    integer :: status(MPI_STATUS_SIZE)
+
+    call mpi_wait(req, status, ierr)
+    call mpi_get_elements(status, MPI_INTEGER, cnt, ierr)
+    if (cnt /= s .or. req /= MPI_REQUEST_NULL) call fail('a generalized request''s status')
+  end subroutine gwait
 end module fcb
 
 program fcallbacks
   use mpi
   use fcb
   implicit none
-  integer :: n, iters, rank, size, it, i, op, eh, dup, ierr
+  integer :: n, iters, rank, size, it, i, op, eh, dup, ierr, greq(0:2)
   integer(kind=MPI_ADDRESS_KIND) :: extra, val
   logical :: flag
   character(len=32) :: arg
@@ -118,6 +160,10 @@ program fcallbacks
       x(1, i) = mod(x(1, i) * 1.618033988d0 + 0.25d0, 1.0d0)
       x(2, i) = mod(x(2, i) * 2.718281828d0 + x(1, i), 1.0d0)
     end do
+    gsteps(mod(it, 3)) = it
+    call mpi_grequest_start(gquery, gfree, gcancel, gsteps(mod(it, 3)), greq(mod(it, 3)), ierr)
+    if (it >= 2) call mpi_grequest_complete(greq(mod(it - 1, 3)), ierr)
+    if (it >= 3) call gwait(greq(mod(it - 2, 3)), it - 2)
     call mpi_allreduce(x, y, n, pairtype, op, work, ierr)
     x(2, :) = y(2, :) / dble(size)
     check = check + sum(y(1, :)) * 1.0d-3
@@ -130,6 +176,10 @@ program fcallbacks
     end if
   end do
   check = check + sum(x)
+  call mpi_grequest_complete(greq(mod(iters, 3)), ierr)
+  if (iters >= 2) call gwait(greq(mod(iters - 1, 3)), iters - 1)
+  call gwait(greq(mod(iters, 3)), iters)
+  if (gfreed /= iters) call fail('(generalized requests freed)')
   call mpi_comm_free(work, ierr)
   if (rank == 0) write(*, '(a, i0, a, es25.17e3, 3(a, i0))') 'fcallbacks: iters=', iters, &
       ' check=', check, ' dups=', dups, ' deletes=', deletes, ' errors=', errors

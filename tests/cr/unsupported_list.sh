@@ -15,7 +15,7 @@ for call in MPI_Comm_spawn MPI_Open_port MPI_T_init_thread; do
 done
 for call in MPI_Comm_split MPI_Type_create_struct MPI_Send_init MPI_Op_create MPI_File_open MPI_Win_create \
 	MPI_Win_allocate_shared MPI_Win_shared_query MPI_File_iwrite_at MPI_File_write_all_begin \
-	MPI_File_iwrite_at_all; do
+	MPI_File_iwrite_at_all MPI_Comm_idup MPI_Grequest_start MPI_Register_datarep; do
 	if grep -qx "  $call" "$list"; then
 		cr_fail "$call is listed, but stasis restores it"
 	fi
