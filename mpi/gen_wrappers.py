@@ -746,7 +746,7 @@ def main():
         if has_fortran(f):
             out.append(emit_fortran(f))
     out.append(emit_trampolines())
-    out.append(emit_f08([f for f in ordered if f08_wrapped(f, has_fortran(f) and (
+    out.append(emit_f08([f for f in ordered if has_fortran(f) and f08_wrapped(f, (
         f.kind == "custom_c" or (needs_wrapper(f) and f.kind not in ("c2f", "f2c"))))]))
     with open(out_c, "w") as fp:
         fp.write("".join(out))

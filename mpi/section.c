@@ -10,6 +10,7 @@
 #include "comms.h"
 #include "drain.h"
 #include "errclasses.h"
+#include "tool.h"
 #include "format.h"
 #include "log.h"
 #include "memory.h"
@@ -107,6 +108,7 @@ int mpi_section_save(void **data, size_t *len, struct why *why)
 		put_record(&b, r);
 	recbuf_put(&b, snap.data, snap.len);
 	errclasses_save(&b);
+	tool_save(&b);
 	if (mpi_req_save(&b) || drain_save(&b) || b.failed || snap.failed) {
 		ret = b.orphan || snap.orphan
 			  ? why_set(why, -EBADSLT,
@@ -355,6 +357,8 @@ int mpi_section_replay(const void *data, size_t len, struct why *why)
 	/* Read between the snapshot and the requests, as written. */
 	if (!ret)
 		ret = errclasses_replay(&r, why);
+	if (!ret)
+		ret = tool_replay(&r, why);
 	/* Before the program's freed datatypes are freed again: views need them. */
 	if (!ret)
 		ret = mpiio_apply(why);

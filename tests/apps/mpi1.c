@@ -10,7 +10,11 @@
  * MPI_Comm_free, and an error handler of MPI_Errhandler_create is called:
  * all made before the loop, so a restart must have made them again. The
  * attribute's value must still be there after a restart and its pointer
- * the same.
+ * the same. The tool interface too, as a tool in the program uses it:
+ * MPI_T_init_thread before MPI_Init and again after, the number of control
+ * variables and of categories queried every step (a restart that did not
+ * initialize it again makes them fail), MPI_T_finalize twice before
+ * MPI_Finalize, the interface still initialized after the first only.
  *
  *   mpi1 [N [ITERS]]
  *
@@ -63,7 +67,19 @@ int main(int argc, char **argv)
 	uint64_t h = HASH_START, all;
 	double *u;
 
+	int provided, ncvars = -1, ncats = -1;
+
+	/* Twice, as two tools would: once before MPI_Init (a restart runs it
+	 * again), once after (a restart must make it again). */
+	if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+		bad++;
 	MPI_Init(&argc, &argv);
+	if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+		bad++;
+	/* After MPI_Init: its components add variables as they load. */
+	if (MPI_T_cvar_get_num(&ncvars) != MPI_SUCCESS ||
+	    MPI_T_category_get_num(&ncats) != MPI_SUCCESS)
+		bad++;
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	MPI_Comm_dup(MPI_COMM_WORLD, &dup);
@@ -99,6 +115,13 @@ int main(int argc, char **argv)
 		if (eh != MPI_ERRORS_RETURN)
 			bad++;
 		MPI_Errhandler_free(&eh);
+		{
+			int nv = -2, nc = -2;
+
+			if (MPI_T_cvar_get_num(&nv) != MPI_SUCCESS || nv != ncvars ||
+			    MPI_T_category_get_num(&nc) != MPI_SUCCESS || nc != ncats)
+				bad++;
+		}
 		MPI_Address(&u[0], &a0);
 		MPI_Address(&u[it % n], &a1);
 		MPI_Type_extent(MPI_DOUBLE, &ext);
@@ -156,6 +179,14 @@ int main(int argc, char **argv)
 	MPI_Comm_free(&dup);
 	MPI_Keyval_free(&kv);
 	free(u);
+	/* The first finalize leaves it initialized: the second ends it (a
+	 * restart that initialized it once too often would not). */
+	MPI_T_finalize();
+	if (MPI_T_cvar_get_num(&ncvars) != MPI_SUCCESS)
+		fprintf(stderr, "mpi1: the tool interface ended at the first MPI_T_finalize\n"), exit(1);
+	MPI_T_finalize();
+	if (MPI_T_cvar_get_num(&ncvars) == MPI_SUCCESS)
+		fprintf(stderr, "mpi1: the tool interface outlived its last MPI_T_finalize\n"), exit(1);
 	MPI_Finalize();
 	return 0;
 }
