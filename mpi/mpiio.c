@@ -1,5 +1,5 @@
-/* MPI-IO files: virtual handles, their records and replay, and the calls
- * written by hand (open, close, set_view) in C and Fortran (mpiio.h). */
+/* MPI-IO files: virtual handles, their records and replay (mpiio.h); the
+ * calls written by hand (open, close, set_view) are mpiio_calls.c's. */
 #define LOG_PREFIX "mpi-io: "
 #include <errno.h>
 #include <limits.h>
@@ -164,8 +164,8 @@ static void reopened(struct mpiio_file *f)
 	}
 }
 
-static MPI_File opened(MPI_Comm real_comm, const char *given, int amode, MPI_Info info,
-		       MPI_File real, bool fortran)
+MPI_File mpiio_opened(MPI_Comm real_comm, const char *given, int amode, MPI_Info info,
+		      MPI_File real, bool fortran)
 {
 	struct rec_builder b = {0};
 	struct mpi_record *rec;
@@ -223,8 +223,8 @@ static struct mpi_record *record_of_type(MPI_Datatype t)
 }
 
 /* The program set v's view: its datatypes stay recorded while it lasts. */
-static void view_set(MPI_File v, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
-		     const char *datarep)
+void mpiio_view_set(MPI_File v, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+		    const char *datarep)
 {
 	struct mpiio_file *f = file_of(v);
 	struct mpi_record *er, *fr;
@@ -253,7 +253,7 @@ static void view_set(MPI_File v, MPI_Offset disp, MPI_Datatype etype, MPI_Dataty
 }
 
 /* The program closed v (MPI closed the real file). */
-static void closed(MPI_File v)
+void mpiio_closed(MPI_File v)
 {
 	struct vh_entry *e = vh_entry(VH_FILE, v);
 	struct mpiio_file *f = e ? e->aux : NULL;
@@ -276,162 +276,6 @@ static void closed(MPI_File v)
 		mpi_freed(VH_COMM, f->comm);
 	free(f);
 }
-
-/* A Fortran CHARACTER argument as a C string: blanks around it trimmed (as
- * Open MPI's bindings do). */
-static void fortran_string(const char *s, size_t len, char *out, size_t outlen)
-{
-	while (len && *s == ' ') {
-		s++;
-		len--;
-	}
-	while (len && s[len - 1] == ' ')
-		len--;
-	if (len >= outlen)
-		len = outlen - 1;
-	memcpy(out, s, len);
-	out[len] = 0;
-}
-
-EXPORT int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
-			 MPI_File *fh)
-{
-	MPI_Comm r_comm;
-	MPI_Info r_info;
-	int ret;
-
-	stasis_depth++;
-	coord_entry();
-	coord_collective(comm);
-	r_comm = VH_REAL(VH_COMM, MPI_Comm, comm);
-	r_info = VH_REAL(VH_INFO, MPI_Info, info);
-	ret = PMPI_File_open(r_comm, filename, amode, r_info, fh);
-	coord_collective_done(comm);
-	if (ret == MPI_SUCCESS)
-		*fh = opened(r_comm, filename, amode, r_info, *fh, false);
-	stasis_depth--;
-	return ret;
-}
-
-EXPORT void mpi_file_open_(MPI_Fint *comm, char *filename, MPI_Fint *amode, MPI_Fint *info,
-			   MPI_Fint *fh, MPI_Fint *ierr, size_t filename_len)
-{
-	static void (*real)(MPI_Fint *, char *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
-			    size_t);
-	MPI_Comm v_comm = (MPI_Comm)vh_f2c(VH_COMM, *comm);
-	MPI_Fint rf_comm, rf_info, rf_fh = 0;
-	char name[PATH_MAX];
-	MPI_File v;
-
-	stasis_depth++;
-	coord_entry();
-	coord_collective(v_comm);
-	rf_comm = vh_real_f(VH_COMM, *comm);
-	rf_info = vh_real_f(VH_INFO, *info);
-	if (!real)
-		real = stasis_next_symbol("mpi_file_open_");
-	real(&rf_comm, filename, amode, &rf_info, &rf_fh, ierr, filename_len);
-	coord_collective_done(v_comm);
-	if (*ierr == MPI_SUCCESS) {
-		fortran_string(filename, filename_len, name, sizeof(name));
-		v = opened(PMPI_Comm_f2c(rf_comm), name, *amode, PMPI_Info_f2c(rf_info),
-			   PMPI_File_f2c(rf_fh), true);
-		*fh = rf_fh;
-		if (vh_is_virtual(VH_FILE, v)) {
-			vh_entry(VH_FILE, v)->real_f = rf_fh;
-			*fh = vh_c2f(VH_FILE, v);
-		}
-	}
-	stasis_depth--;
-}
-FORTRAN_ALIASES(mpi_file_open, MPI_FILE_OPEN)
-
-EXPORT int MPI_File_close(MPI_File *fh)
-{
-	MPI_File v = *fh, r = VH_REAL(VH_FILE, MPI_File, v);
-	MPI_Comm comm = mpiio_comm(v);
-	int ret;
-
-	stasis_depth++;
-	coord_entry();
-	coord_collective(comm);
-	ret = PMPI_File_close(&r);
-	coord_collective_done(comm);
-	if (ret == MPI_SUCCESS) {
-		closed(v);
-		*fh = r;
-	}
-	stasis_depth--;
-	return ret;
-}
-
-EXPORT void mpi_file_close_(MPI_Fint *fh, MPI_Fint *ierr)
-{
-	static void (*real)(MPI_Fint *, MPI_Fint *);
-	MPI_File v = (MPI_File)vh_f2c(VH_FILE, *fh);
-	MPI_Comm comm = mpiio_comm(v);
-	MPI_Fint rf = vh_real_f(VH_FILE, *fh);
-
-	stasis_depth++;
-	coord_entry();
-	coord_collective(comm);
-	if (!real)
-		real = stasis_next_symbol("mpi_file_close_");
-	real(&rf, ierr);
-	coord_collective_done(comm);
-	if (*ierr == MPI_SUCCESS) {
-		closed(v);
-		*fh = rf;
-	}
-	stasis_depth--;
-}
-FORTRAN_ALIASES(mpi_file_close, MPI_FILE_CLOSE)
-
-EXPORT int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype,
-			     MPI_Datatype filetype, const char *datarep, MPI_Info info)
-{
-	MPI_Comm comm = mpiio_comm(fh);
-	int ret;
-
-	stasis_depth++;
-	coord_entry();
-	coord_collective(comm);
-	ret = PMPI_File_set_view(
-	    VH_REAL(VH_FILE, MPI_File, fh), disp, VH_REAL(VH_TYPE, MPI_Datatype, etype),
-	    VH_REAL(VH_TYPE, MPI_Datatype, filetype), datarep, VH_REAL(VH_INFO, MPI_Info, info));
-	coord_collective_done(comm);
-	if (ret == MPI_SUCCESS)
-		view_set(fh, disp, etype, filetype, datarep);
-	stasis_depth--;
-	return ret;
-}
-
-EXPORT void mpi_file_set_view_(MPI_Fint *fh, MPI_Offset *disp, MPI_Fint *etype, MPI_Fint *filetype,
-			       char *datarep, MPI_Fint *info, MPI_Fint *ierr, size_t datarep_len)
-{
-	static void (*real)(MPI_Fint *, MPI_Offset *, MPI_Fint *, MPI_Fint *, char *, MPI_Fint *,
-			    MPI_Fint *, size_t);
-	MPI_File v = (MPI_File)vh_f2c(VH_FILE, *fh);
-	MPI_Comm comm = mpiio_comm(v);
-	MPI_Fint rf_fh = vh_real_f(VH_FILE, *fh), rf_etype = vh_real_f(VH_TYPE, *etype),
-		 rf_filetype = vh_real_f(VH_TYPE, *filetype), rf_info = vh_real_f(VH_INFO, *info);
-	char rep[MPI_MAX_DATAREP_STRING];
-
-	stasis_depth++;
-	coord_entry();
-	coord_collective(comm);
-	if (!real)
-		real = stasis_next_symbol("mpi_file_set_view_");
-	real(&rf_fh, disp, &rf_etype, &rf_filetype, datarep, &rf_info, ierr, datarep_len);
-	coord_collective_done(comm);
-	if (*ierr == MPI_SUCCESS) {
-		fortran_string(datarep, datarep_len, rep, sizeof(rep));
-		view_set(v, *disp, (MPI_Datatype)vh_f2c(VH_TYPE, *etype),
-			 (MPI_Datatype)vh_f2c(VH_TYPE, *filetype), rep);
-	}
-	stasis_depth--;
-}
-FORTRAN_ALIASES(mpi_file_set_view, MPI_FILE_SET_VIEW)
 
 /* --- writes a restart could not undo ------------------------------------------ */
 
@@ -790,7 +634,8 @@ static int apply_one(struct mpi_record *rec, struct vh_entry *e)
 		vh_lock();
 		e->aux = f;
 		vh_unlock();
-		view_set(vh_value(VH_FILE, rec->index), st.disp, st.etype, st.filetype, st.datarep);
+		mpiio_view_set(vh_value(VH_FILE, rec->index), st.disp, st.etype, st.filetype,
+			       st.datarep);
 	}
 	if (st.atom && PMPI_File_set_atomicity(real, 1) != MPI_SUCCESS)
 		ret = -EIO;

@@ -30,6 +30,15 @@
  * MPI_COMM_NULL for a handle stasis does not know. */
 MPI_Comm mpiio_comm(MPI_File v);
 
+/* For the calls written by hand (mpiio_calls.c): the program opened real
+ * (collective over real_comm; its virtual handle is returned), set v's
+ * view (its datatypes stay recorded while it lasts), closed v. */
+MPI_File mpiio_opened(MPI_Comm real_comm, const char *given, int amode, MPI_Info info,
+		      MPI_File real, bool fortran);
+void mpiio_view_set(MPI_File v, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+		    const char *datarep);
+void mpiio_closed(MPI_File v);
+
 /* Before a write to v (fwrite= of calls.def) of count items of the real
  * datatype type: at explicit offset (in etypes of the view), or at the
  * individual or shared file pointer; and before v's size is set. Bytes
