@@ -14,6 +14,7 @@
 #include "export.h"
 #include "handles.h"
 #include "requests.h"
+#include "runtime.h"
 
 EXPORT int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
 {
@@ -22,8 +23,11 @@ EXPORT int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
 
 	/* A barrier of this rank alone: done at its first Test, its status
 	 * empty, as an idup's is. */
-	if (ret == MPI_SUCCESS)
+	if (ret == MPI_SUCCESS) {
+		stasis_depth++; /* inside MPI (runtime.h) */
 		ret = PMPI_Ibarrier(MPI_COMM_SELF, &real);
+		stasis_depth--;
+	}
 	if (ret == MPI_SUCCESS)
 		*request = mpi_req_new(real, mpi_req_kind(VH_SEND, MPI_PROC_NULL), MPI_COMM_NULL,
 				       MPI_PROC_NULL);

@@ -17,9 +17,13 @@ EXPORT int MPI_Register_datarep(const char *datarep,
 				MPI_Datarep_conversion_function *write_conversion_fn,
 				MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state)
 {
-	int ret = PMPI_Register_datarep(datarep, read_conversion_fn, write_conversion_fn,
-					dtype_file_extent_fn, extra_state);
+	int ret;
 
+	/* Inside MPI: what it allocates and opens is its own (runtime.h). */
+	stasis_depth++;
+	ret = PMPI_Register_datarep(datarep, read_conversion_fn, write_conversion_fn,
+				    dtype_file_extent_fn, extra_state);
+	stasis_depth--;
 	if (ret == MPI_SUCCESS)
 		session_unsupported(WHAT);
 	return ret;
@@ -35,7 +39,9 @@ EXPORT void mpi_register_datarep_(void *datarep, void *read_fn, void *write_fn, 
 	/* Resolved here: a restart resumes in a process where it was never set. */
 	if (!real)
 		real = stasis_next_symbol("mpi_register_datarep_");
+	stasis_depth++;
 	real(datarep, read_fn, write_fn, extent_fn, extra_state, ierr, datarep_len);
+	stasis_depth--;
 	if (*ierr == MPI_SUCCESS)
 		session_unsupported(WHAT);
 }

@@ -37,8 +37,12 @@ EXPORT int MPI_Grequest_start(MPI_Grequest_query_function *query_fn,
 {
 	void *fn[3] = {(void *)query_fn, (void *)free_fn, (void *)cancel_fn};
 	MPI_Request real = MPI_REQUEST_NULL;
-	int ret = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, extra_state, &real);
+	int ret;
 
+	/* Inside MPI: what it allocates and opens is its own (runtime.h). */
+	stasis_depth++;
+	ret = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, extra_state, &real);
+	stasis_depth--;
 	if (ret == MPI_SUCCESS)
 		*request = mpi_req_greq(real, fn, (MPI_Aint)extra_state, 0);
 	return ret;
@@ -46,8 +50,11 @@ EXPORT int MPI_Grequest_start(MPI_Grequest_query_function *query_fn,
 
 EXPORT int MPI_Grequest_complete(MPI_Request request)
 {
-	int ret = PMPI_Grequest_complete(VH_REAL(VH_REQUEST, MPI_Request, request));
+	int ret;
 
+	stasis_depth++;
+	ret = PMPI_Grequest_complete(VH_REAL(VH_REQUEST, MPI_Request, request));
+	stasis_depth--;
 	if (ret == MPI_SUCCESS)
 		mpi_req_greq_completed(request);
 	return ret;
@@ -63,7 +70,9 @@ EXPORT void mpi_grequest_start_(void *query_fn, void *free_fn, void *cancel_fn,
 
 	/* Open MPI keeps the address of the program's extra state (its
 	 * functions are given it by reference): the address is kept. */
+	stasis_depth++;
 	fortran_start()(query_fn, free_fn, cancel_fn, extra_state, &real_f, ierr);
+	stasis_depth--;
 	if (*ierr == MPI_SUCCESS)
 		*request = vh_keep_real_f(VH_REQUEST,
 					  mpi_req_greq(PMPI_Request_f2c(real_f), fn,
@@ -76,7 +85,9 @@ EXPORT void mpi_grequest_complete_(MPI_Fint *request, MPI_Fint *ierr)
 {
 	MPI_Fint real_f = vh_real_f(VH_REQUEST, *request);
 
+	stasis_depth++;
 	fortran_complete()(&real_f, ierr);
+	stasis_depth--;
 	if (*ierr == MPI_SUCCESS)
 		mpi_req_greq_completed(vh_f2c(VH_REQUEST, *request));
 }

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include "export.h"
+#include "runtime.h"
 #include "tool.h"
 
 static int opened;	      /* initializations not finalized */
@@ -12,8 +13,12 @@ static int required = MPI_THREAD_SINGLE; /* the last one's level */
 
 EXPORT int MPI_T_init_thread(int req, int *provided)
 {
-	int ret = PMPI_T_init_thread(req, provided);
+	int ret;
 
+	/* Inside MPI: what it allocates and opens is its own (runtime.h). */
+	stasis_depth++;
+	ret = PMPI_T_init_thread(req, provided);
+	stasis_depth--;
 	if (ret == MPI_SUCCESS) {
 		__atomic_add_fetch(&opened, 1, __ATOMIC_SEQ_CST);
 		required = req;
@@ -23,8 +28,11 @@ EXPORT int MPI_T_init_thread(int req, int *provided)
 
 EXPORT int MPI_T_finalize(void)
 {
-	int ret = PMPI_T_finalize();
+	int ret;
 
+	stasis_depth++;
+	ret = PMPI_T_finalize();
+	stasis_depth--;
 	if (ret == MPI_SUCCESS)
 		__atomic_sub_fetch(&opened, 1, __ATOMIC_SEQ_CST);
 	return ret;
