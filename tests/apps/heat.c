@@ -7,7 +7,7 @@
  * any of them changes the output.
  *
  *   heat [N [ITERS]] [--thread] [--own-stack] [--multiple] [--mpi-thread] [--split]
- *        [--type] [--unknown]
+ *        [--type] [--refused]
  *
  * N x N grid split in rows over the ranks, ITERS Jacobi sweeps. Each sweep
  * exchanges halos (MPI_Sendrecv on even sweeps, MPI_Isend/Irecv/Waitall on
@@ -24,8 +24,8 @@
  *               duplicate of MPI_COMM_WORLD) while the main thread computes
  *   --split     MPI_Comm_split once, plus an allreduce on it every sweep
  *   --type      halos travel as one MPI_Type_contiguous row
- *   --unknown   calls a function of the MPI tool interface (MPI_T_*),
- *               which stasis does not classify, right after MPI_Init
+ *   --refused   calls a function stasis refuses (a session of MPI tool
+ *               interface performance variables), right after MPI_Init
  *
  * Output (rank 0, stdout, only at the end):
  *   heat: n=<N> iters=<ITERS> checksum=<16 hex> residual=<%.17g>
@@ -58,7 +58,7 @@ static struct note *notes;
 
 struct opts {
 	int n, iters;
-	int thread, own_stack, multiple, mpi_thread, split, type, unknown;
+	int thread, own_stack, multiple, mpi_thread, split, type, refused;
 };
 
 static void die(const char *msg)
@@ -83,8 +83,8 @@ static void parse(int argc, char **argv, struct opts *o)
 			o->mpi_thread = 1;
 		else if (!strcmp(argv[i], "--multiple"))
 			o->multiple = 1;
-		else if (!strcmp(argv[i], "--unknown"))
-			o->unknown = 1;
+		else if (!strcmp(argv[i], "--refused"))
+			o->refused = 1;
 		else if (!strcmp(argv[i], "--split"))
 			o->split = 1;
 		else if (!strcmp(argv[i], "--type"))
@@ -96,7 +96,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		else {
 			fprintf(stderr,
 				"usage: heat [N [ITERS]] [--thread] [--own-stack] [--multiple] "
-				"[--mpi-thread] [--split] [--type] [--unknown]\n");
+				"[--mpi-thread] [--split] [--type] [--refused]\n");
 			exit(2);
 		}
 	}
@@ -219,11 +219,13 @@ int main(int argc, char **argv)
 	} else {
 		MPI_Init(&argc, &argv);
 	}
-	if (o.unknown) {
-		int level, pvars;
+	if (o.refused) {
+		int level;
+		MPI_T_pvar_session session;
 
 		MPI_T_init_thread(MPI_THREAD_SINGLE, &level);
-		MPI_T_pvar_get_num(&pvars);
+		if (MPI_T_pvar_session_create(&session) == MPI_SUCCESS)
+			MPI_T_pvar_session_free(&session);
 		MPI_T_finalize();
 	}
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
