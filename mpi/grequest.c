@@ -9,6 +9,7 @@
  * own functions as MPI would have. */
 #include <errno.h>
 #include <mpi.h>
+#include <string.h>
 
 #include "export.h"
 #include "handles.h"
@@ -28,6 +29,29 @@ static fortran_start_fn *fortran_start(void)
 static fortran_complete_fn *fortran_complete(void)
 {
 	return (fortran_complete_fn *)stasis_next_symbol("mpi_grequest_complete_");
+}
+
+/* Kept as any request the program holds (mpi_req_new), with what starts
+ * it again. */
+MPI_Request mpi_req_greq(MPI_Request real, void *const fn[3], MPI_Aint extra, uint32_t flags)
+{
+	MPI_Request v = mpi_req_new(real, VH_GREQ | flags, MPI_COMM_NULL, MPI_PROC_NULL);
+	struct vh_entry *e = v != real ? vh_entry(VH_REQUEST, v) : NULL;
+	struct req_info *ri = e ? e->aux : NULL;
+
+	if (ri) {
+		memcpy(ri->greq_fn, fn, sizeof(ri->greq_fn));
+		ri->greq_extra = extra;
+	}
+	return v;
+}
+
+void mpi_req_greq_completed(MPI_Request v)
+{
+	struct vh_entry *e = vh_entry(VH_REQUEST, v);
+
+	if (e && (e->flags & VH_GREQ) && e->aux)
+		((struct req_info *)e->aux)->greq_completed = true;
 }
 
 EXPORT int MPI_Grequest_start(MPI_Grequest_query_function *query_fn,

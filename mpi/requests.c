@@ -101,33 +101,6 @@ MPI_Fint mpi_req_new_f(MPI_Fint real_f, uint32_t kind, MPI_Comm comm, int peer)
 			      real_f);
 }
 
-MPI_Request mpi_req_greq(MPI_Request real, void *const fn[3], MPI_Aint extra, uint32_t flags)
-{
-	struct req_info *ri;
-	void *v;
-
-	if (real == MPI_REQUEST_NULL)
-		return real;
-	ri = info_new(MPI_COMM_NULL, MPI_PROC_NULL);
-	if (ri) {
-		memcpy(ri->greq_fn, fn, sizeof(ri->greq_fn));
-		ri->greq_extra = extra;
-	}
-	v = mint(real, VH_GREQ | VH_ACTIVE | flags, NULL, ri);
-	if (!v)
-		return real;
-	pending_add(1);
-	return v;
-}
-
-void mpi_req_greq_completed(MPI_Request v)
-{
-	struct vh_entry *e = vh_entry(VH_REQUEST, v);
-
-	if (e && (e->flags & VH_GREQ) && e->aux)
-		((struct req_info *)e->aux)->greq_completed = true;
-}
-
 static MPI_Request recv_new(MPI_Request real, void *buf, int count, MPI_Datatype type, int source,
 			    int tag, MPI_Comm comm, uint32_t fortran)
 {
