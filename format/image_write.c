@@ -444,7 +444,7 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 	}
 	table = (struct region_record *)(stage + PAGE);
 	bm = stage + data_start;
-	off = data_start;
+	/* Flags and sizes first; offsets as the regions are written. */
 	for (i = 0; i < nregions; i++) {
 		const struct image_region *r = &regions[i];
 		struct region_record *rec = &table[i];
@@ -454,7 +454,6 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 		rec->addr = r->kind >= SECTION_FIRST ? 0 : r->addr;
 		rec->length = r->length;
 		rec->kind = r->kind;
-		rec->file_offset = off;
 		if (r->dirty) {
 			uint64_t words = (npages + 63) / 64, pages = 0, *copy = (uint64_t *)bm;
 
@@ -464,7 +463,6 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 			for (uint64_t k = 0; k < words; k++)
 				pages += __builtin_popcountll(copy[k]);
 			rec->flags = REGION_PARTIAL;
-			rec->bitmap_offset = off;
 			rec->stored_bytes = image_bitmap_bytes(r->length) + pages * PAGE;
 			bm += image_bitmap_bytes(r->length);
 		} else {
@@ -488,8 +486,7 @@ int image_write(const char *path, struct image_header *hdr, const struct image_r
 			rec->flags |= REGION_PACKED;
 			npacked++;
 		}
-		off += rec->stored_bytes;
-		data_bytes += rec->stored_bytes;
+		data_bytes += rec->stored_bytes; /* packed: an estimate, for fault_at */
 	}
 	if (npacked && hdr->codec != CODEC_LZ4 && hdr->codec != CODEC_ZSTD) {
 		ret = -EINVAL;
