@@ -37,6 +37,7 @@ enum vh_kind {
 	VH_KEYVAL,
 	VH_FILE,
 	VH_WIN,
+	VH_TOOL, /* the tool interface's objects (tool_vars.h) */
 	VH_NKINDS
 };
 

@@ -11,6 +11,7 @@
 #include "drain.h"
 #include "errclasses.h"
 #include "tool.h"
+#include "tool_vars.h"
 #include "format.h"
 #include "log.h"
 #include "memory.h"
@@ -26,7 +27,8 @@
 #include "wtime.h"
 
 #define STATE_MAGIC "STASISMP"
-#define STATE_VERSION 5u
+/* 6: the tool interface's objects (tool_vars.h) */
+#define STATE_VERSION 6u
 
 /* The blob: this header, then each record, the snapshot entries, the
  * requests to post again or completed early, the drained messages. */
@@ -337,10 +339,14 @@ int mpi_section_replay(const void *data, size_t len, struct why *why)
 	int ret = 0, bad;
 
 	recread_get(&r, &h, sizeof(h));
-	if (r.bad || memcmp(h.magic, STATE_MAGIC, 8) || h.version != STATE_VERSION ||
-	    h.bytes > len || h.bytes < sizeof(h) || h.nsnapshot < 0) {
+	if (r.bad || memcmp(h.magic, STATE_MAGIC, 8) || h.bytes > len || h.bytes < sizeof(h) ||
+	    h.nsnapshot < 0)
 		ret = why_set(why, -EBADMSG, "the MPI state in the image is damaged");
-	}
+	else if (h.version != STATE_VERSION)
+		ret = why_set(why, -EPROTO,
+			      "the MPI state in the image was written by another version of "
+			      "stasis (its version %u; this stasis reads %u)",
+			      h.version, STATE_VERSION);
 	r.end = (const uint8_t *)data + (ret ? sizeof(h) : h.bytes);
 	bad = ret;
 	PMPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -364,6 +370,9 @@ int mpi_section_replay(const void *data, size_t len, struct why *why)
 		ret = mpiio_apply(why);
 	if (!ret)
 		ret = windows_apply(why);
+	/* The tool interface's handles may be bound to any of those. */
+	if (!ret)
+		ret = tool_vars_apply(why);
 	if (!ret) {
 		ret = mpi_req_load(&r);
 		if (!ret)

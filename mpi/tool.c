@@ -7,6 +7,7 @@
 #include "export.h"
 #include "runtime.h"
 #include "tool.h"
+#include "tool_vars.h"
 
 static int opened;	      /* initializations not finalized */
 static int required = MPI_THREAD_SINGLE; /* the last one's level */
@@ -32,9 +33,10 @@ EXPORT int MPI_T_finalize(void)
 
 	stasis_depth++;
 	ret = PMPI_T_finalize();
+	/* The last one ends the interface's objects. */
+	if (ret == MPI_SUCCESS && __atomic_sub_fetch(&opened, 1, __ATOMIC_SEQ_CST) == 0)
+		tool_vars_forget();
 	stasis_depth--;
-	if (ret == MPI_SUCCESS)
-		__atomic_sub_fetch(&opened, 1, __ATOMIC_SEQ_CST);
 	return ret;
 }
 
@@ -42,6 +44,7 @@ void tool_save(struct rec_builder *b)
 {
 	recbuf_int(b, __atomic_load_n(&opened, __ATOMIC_SEQ_CST));
 	recbuf_int(b, required);
+	tool_vars_save(b);
 }
 
 int tool_replay(struct rec_reader *r, struct why *why)
@@ -50,6 +53,8 @@ int tool_replay(struct rec_reader *r, struct why *why)
 
 	if (r->bad || n < 0)
 		return why_set(why, -EBADMSG, "the MPI state in the image is damaged");
+	/* Its objects go first: the interface may end below. */
+	tool_vars_discard();
 	/* What the program did before MPI_Init ran again in this process
 	 * (a restart starts it anew up to there): the difference is made. */
 	while (__atomic_load_n(&opened, __ATOMIC_SEQ_CST) < n) {
@@ -63,5 +68,5 @@ int tool_replay(struct rec_reader *r, struct why *why)
 		__atomic_sub_fetch(&opened, 1, __ATOMIC_SEQ_CST);
 	}
 	required = req;
-	return 0;
+	return tool_vars_read(r, why);
 }

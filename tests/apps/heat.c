@@ -24,8 +24,9 @@
  *               duplicate of MPI_COMM_WORLD) while the main thread computes
  *   --split     MPI_Comm_split once, plus an allreduce on it every sweep
  *   --type      halos travel as one MPI_Type_contiguous row
- *   --refused   calls a function stasis refuses (a session of MPI tool
- *               interface performance variables), right after MPI_Init
+ *   --refused   calls a function stasis refuses (MPI_Open_port, then
+ *               MPI_Close_port: a port of dynamic processes), right after
+ *               MPI_Init
  *
  * Output (rank 0, stdout, only at the end):
  *   heat: n=<N> iters=<ITERS> checksum=<16 hex> residual=<%.17g>
@@ -220,13 +221,10 @@ int main(int argc, char **argv)
 		MPI_Init(&argc, &argv);
 	}
 	if (o.refused) {
-		int level;
-		MPI_T_pvar_session session;
+		char port[MPI_MAX_PORT_NAME];
 
-		MPI_T_init_thread(MPI_THREAD_SINGLE, &level);
-		if (MPI_T_pvar_session_create(&session) == MPI_SUCCESS)
-			MPI_T_pvar_session_free(&session);
-		MPI_T_finalize();
+		if (MPI_Open_port(MPI_INFO_NULL, port) == MPI_SUCCESS)
+			MPI_Close_port(port);
 	}
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);

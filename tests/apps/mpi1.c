@@ -14,7 +14,11 @@
  * MPI_T_init_thread before MPI_Init and again after, the number of control
  * variables and of categories queried every step (a restart that did not
  * initialize it again makes them fail), MPI_T_finalize twice before
- * MPI_Finalize, the interface still initialized after the first only.
+ * MPI_Finalize, the interface still initialized after the first only;
+ * made before the loop and used every step: a control variable's handle,
+ * written every 100 steps and read back, the enumeration of its values,
+ * and a session with a performance variable's handle bound to the
+ * communicator (tool_open, tool_step).
  *
  *   mpi1 [N [ITERS]]
  *
@@ -52,6 +56,70 @@ static void on_error(MPI_Comm *comm, int *code, ...)
 		handled++;
 }
 
+/* The tool interface's objects of the loop (where this MPI has them). */
+struct tool {
+	MPI_T_cvar_handle cvar;
+	MPI_T_enum values;
+	MPI_T_pvar_session session;
+	MPI_T_pvar_handle pvar;
+};
+
+static int tool_open(struct tool *t, MPI_Comm comm)
+{
+	int index, count, len = 0, verb, bind, scope, bad = 0;
+	MPI_Datatype dt;
+
+	*t = (struct tool){MPI_T_CVAR_HANDLE_NULL, MPI_T_ENUM_NULL, MPI_T_PVAR_SESSION_NULL,
+			   MPI_T_PVAR_HANDLE_NULL};
+	/* Open MPI's: the broadcast algorithm (a setting nothing uses unless
+	 * its dynamic rules are on), an int with an enumeration of values. */
+	if (MPI_T_cvar_get_index("coll_tuned_bcast_algorithm", &index) == MPI_SUCCESS) {
+		bad += MPI_T_cvar_get_info(index, NULL, &len, &verb, &dt, &t->values, NULL, &len,
+					   &bind, &scope) != MPI_SUCCESS;
+		bad += MPI_T_cvar_handle_alloc(index, NULL, &t->cvar, &count) != MPI_SUCCESS;
+	}
+	bad += MPI_T_pvar_session_create(&t->session) != MPI_SUCCESS;
+	if (MPI_T_pvar_get_index("pml_ob1_unexpected_msgq_length", MPI_T_PVAR_CLASS_SIZE,
+				 &index) == MPI_SUCCESS)
+		bad += MPI_T_pvar_handle_alloc(t->session, index, &comm, &t->pvar, &count) !=
+		       MPI_SUCCESS;
+	return bad;
+}
+
+static int tool_step(struct tool *t, int it, uint64_t *h)
+{
+	int bad = 0, value = -1, num = -1, len = 0;
+	unsigned queued;
+
+	if (t->cvar != MPI_T_CVAR_HANDLE_NULL) {
+		if (it % 100 == 0) {
+			value = 1 + (it / 100) % 6;
+			bad += MPI_T_cvar_write(t->cvar, &value) != MPI_SUCCESS;
+		}
+		bad += MPI_T_cvar_read(t->cvar, &value) != MPI_SUCCESS;
+		*h = hash_mix(*h, &value, sizeof(value));
+	}
+	if (t->values != MPI_T_ENUM_NULL) {
+		bad += MPI_T_enum_get_info(t->values, &num, NULL, &len) != MPI_SUCCESS;
+		*h = hash_mix(*h, &num, sizeof(num));
+	}
+	if (t->pvar != MPI_T_PVAR_HANDLE_NULL)
+		bad += MPI_T_pvar_read(t->session, t->pvar, &queued) != MPI_SUCCESS;
+	return bad;
+}
+
+static int tool_close(struct tool *t)
+{
+	int bad = 0;
+
+	if (t->cvar != MPI_T_CVAR_HANDLE_NULL)
+		bad += MPI_T_cvar_handle_free(&t->cvar) != MPI_SUCCESS;
+	if (t->pvar != MPI_T_PVAR_HANDLE_NULL)
+		bad += MPI_T_pvar_handle_free(t->session, &t->pvar) != MPI_SUCCESS;
+	bad += MPI_T_pvar_session_free(&t->session) != MPI_SUCCESS;
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 4096, iters = argc > 2 ? atoi(argv[2]) : 4000;
@@ -68,6 +136,7 @@ int main(int argc, char **argv)
 	double *u;
 
 	int provided, ncvars = -1, ncats = -1;
+	struct tool tool;
 
 	/* Twice, as two tools would: once before MPI_Init (a restart runs it
 	 * again), once after (a restart must make it again). */
@@ -96,6 +165,7 @@ int main(int argc, char **argv)
 	MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &kv, NULL);
 	MPI_Attr_put(dup, kv, &slots[0]);
 	MPI_Errhandler_set(dup, MPI_ERRORS_RETURN);
+	bad += tool_open(&tool, dup);
 	u = malloc(sizeof(double) * n);
 	for (int i = 0; i < n; i++)
 		u[i] = (double)((rank * 3 + i) % 13);
@@ -122,6 +192,7 @@ int main(int argc, char **argv)
 			    MPI_T_category_get_num(&nc) != MPI_SUCCESS || nc != ncats)
 				bad++;
 		}
+		bad += tool_step(&tool, it, &h);
 		MPI_Address(&u[0], &a0);
 		MPI_Address(&u[it % n], &a1);
 		MPI_Type_extent(MPI_DOUBLE, &ext);
@@ -170,6 +241,7 @@ int main(int argc, char **argv)
 	MPI_Type_free(&hv);
 	MPI_Type_free(&hi);
 	MPI_Type_free(&st);
+	bad += tool_close(&tool);
 	h = hash_mix(h, &bad, sizeof(bad));
 	MPI_Reduce(&h, &all, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
 	MPI_Reduce(rank ? &bad : MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);

@@ -8,8 +8,8 @@
 #               their own are restored)
 #   mpi-thread  an MPI_THREAD_MULTIPLE program whose second thread calls MPI
 #               while the main thread computes (refused at the call)
-#   refused     a call stasis refuses (MPI_T_pvar_session_create: the MPI
-#               library's performance counters), right after MPI_Init, so
+#   refused     a call stasis refuses (MPI_Open_port: a port other jobs may
+#               connect to), right after MPI_Init, so
 #               no checkpoint may be taken at all. (A function the table of
 #               MPI calls does not classify is refused the same way; every
 #               function of Open MPI's mpi.h is classified now.)
@@ -21,7 +21,7 @@ feature=${1:?usage: feature.sh thread|mpi-thread|refused}
 case $feature in
 thread) flag='--thread --own-stack' re='stack of the program' ;;
 mpi-thread) flag='--multiple --mpi-thread' re='MPI called from a thread' ;;
-refused) flag=--refused re='MPI_T_pvar_session_create' ;;
+refused) flag=--refused re='MPI_Open_port' ;;
 *)
 	echo "unknown feature $feature" >&2
 	exit 1
