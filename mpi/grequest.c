@@ -9,8 +9,10 @@
  * own functions as MPI would have. */
 #include <errno.h>
 #include <mpi.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "callbacks_int.h"
 #include "export.h"
 #include "handles.h"
 #include "requests.h"
@@ -18,6 +20,9 @@
 
 typedef void fortran_start_fn(void *, void *, void *, MPI_Aint *, MPI_Fint *, MPI_Fint *);
 typedef void fortran_complete_fn(MPI_Fint *, MPI_Fint *);
+typedef void fortran_query_fn(MPI_Aint *, MPI_Fint *, MPI_Fint *);
+typedef void fortran_free_fn(MPI_Aint *, MPI_Fint *);
+typedef void fortran_cancel_fn(MPI_Aint *, MPI_Fint *, MPI_Fint *);
 
 /* Resolved at each use: a restart resumes in a process where a static
  * pointer was never set. */
@@ -29,6 +34,97 @@ static fortran_start_fn *fortran_start(void)
 static fortran_complete_fn *fortran_complete(void)
 {
 	return (fortran_complete_fn *)stasis_next_symbol("mpi_grequest_complete_");
+}
+
+/* MPI calls the program's functions from inside its Wait or Test, that
+ * is inside a wrapper: it is given trampolines that run them as the
+ * program's (AS_PROGRAM: what they allocate lands in the arena, and is
+ * saved). Their extra state is this, the runtime's, freed with the
+ * request. */
+struct greq_call {
+	void *fn[3];	/* the program's query, free and cancel functions */
+	MPI_Aint extra; /* its extra state (Fortran: the address of it) */
+};
+
+static int query_c(void *x, MPI_Status *status)
+{
+	struct greq_call *c = x;
+	int ret;
+
+	AS_PROGRAM(ret = ((MPI_Grequest_query_function *)c->fn[0])((void *)c->extra, status));
+	return ret;
+}
+
+static int free_c(void *x)
+{
+	struct greq_call *c = x;
+	int ret;
+
+	AS_PROGRAM(ret = ((MPI_Grequest_free_function *)c->fn[1])((void *)c->extra));
+	free(c);
+	return ret;
+}
+
+static int cancel_c(void *x, int complete)
+{
+	struct greq_call *c = x;
+	int ret;
+
+	AS_PROGRAM(ret = ((MPI_Grequest_cancel_function *)c->fn[2])((void *)c->extra, complete));
+	return ret;
+}
+
+/* Open MPI calls a Fortran request's functions with the address it was
+ * given as extra state: c's. */
+static void query_f(MPI_Aint *x, MPI_Fint *status, MPI_Fint *ierr)
+{
+	struct greq_call *c = (struct greq_call *)x;
+
+	AS_PROGRAM(((fortran_query_fn *)c->fn[0])((MPI_Aint *)c->extra, status, ierr));
+}
+
+static void free_f(MPI_Aint *x, MPI_Fint *ierr)
+{
+	struct greq_call *c = (struct greq_call *)x;
+
+	AS_PROGRAM(((fortran_free_fn *)c->fn[1])((MPI_Aint *)c->extra, ierr));
+	free(c);
+}
+
+static void cancel_f(MPI_Aint *x, MPI_Fint *complete, MPI_Fint *ierr)
+{
+	struct greq_call *c = (struct greq_call *)x;
+
+	AS_PROGRAM(((fortran_cancel_fn *)c->fn[2])((MPI_Aint *)c->extra, complete, ierr));
+}
+
+/* Starts a generalized request for the program's functions fn and extra
+ * state through MPI's C or Fortran binding, with the trampolines: MPI's
+ * error code, *real (and *real_f for Fortran) set on success. */
+static int start(void *const fn[3], MPI_Aint extra, bool fortran, MPI_Request *real,
+		 MPI_Fint *real_f)
+{
+	struct greq_call *c = malloc(sizeof(*c));
+	MPI_Fint ierr = MPI_SUCCESS, f = 0;
+	int ret;
+
+	if (!c)
+		return MPI_ERR_NO_MEM;
+	memcpy(c->fn, fn, sizeof(c->fn));
+	c->extra = extra;
+	if (fortran) {
+		fortran_start()((void *)query_f, (void *)free_f, (void *)cancel_f, (MPI_Aint *)c,
+				&f, &ierr);
+		ret = ierr;
+		*real = ret == MPI_SUCCESS ? PMPI_Request_f2c(f) : MPI_REQUEST_NULL;
+		*real_f = f;
+	} else {
+		ret = PMPI_Grequest_start(query_c, free_c, cancel_c, c, real);
+		*real_f = VH_NO_FINT;
+	}
+	if (ret != MPI_SUCCESS)
+		free(c);
+	return ret;
 }
 
 /* Kept as any request the program holds (mpi_req_new), with what starts
@@ -61,11 +157,12 @@ EXPORT int MPI_Grequest_start(MPI_Grequest_query_function *query_fn,
 {
 	void *fn[3] = {(void *)query_fn, (void *)free_fn, (void *)cancel_fn};
 	MPI_Request real = MPI_REQUEST_NULL;
+	MPI_Fint real_f;
 	int ret;
 
 	/* Inside MPI: what it allocates and opens is its own (runtime.h). */
 	stasis_depth++;
-	ret = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, extra_state, &real);
+	ret = start(fn, (MPI_Aint)extra_state, false, &real, &real_f);
 	stasis_depth--;
 	if (ret == MPI_SUCCESS)
 		*request = mpi_req_greq(real, fn, (MPI_Aint)extra_state, 0);
@@ -90,17 +187,17 @@ EXPORT void mpi_grequest_start_(void *query_fn, void *free_fn, void *cancel_fn,
 				MPI_Aint *extra_state, MPI_Fint *request, MPI_Fint *ierr)
 {
 	void *fn[3] = {query_fn, free_fn, cancel_fn};
+	MPI_Request real;
 	MPI_Fint real_f = 0;
 
 	/* Open MPI keeps the address of the program's extra state (its
 	 * functions are given it by reference): the address is kept. */
 	stasis_depth++;
-	fortran_start()(query_fn, free_fn, cancel_fn, extra_state, &real_f, ierr);
+	*ierr = start(fn, (MPI_Aint)extra_state, true, &real, &real_f);
 	stasis_depth--;
 	if (*ierr == MPI_SUCCESS)
 		*request = vh_keep_real_f(VH_REQUEST,
-					  mpi_req_greq(PMPI_Request_f2c(real_f), fn,
-						       (MPI_Aint)extra_state, VH_FORTRAN),
+					  mpi_req_greq(real, fn, (MPI_Aint)extra_state, VH_FORTRAN),
 					  real_f);
 }
 FORTRAN_ALIASES(mpi_grequest_start, MPI_GREQUEST_START)
@@ -120,23 +217,8 @@ FORTRAN_ALIASES(mpi_grequest_complete, MPI_GREQUEST_COMPLETE)
 int grequest_start_again(const struct req_info *ri, bool fortran, MPI_Request *real,
 			 MPI_Fint *real_f)
 {
-	int ret;
+	int ret = start((void *const *)ri->greq_fn, ri->greq_extra, fortran, real, real_f);
 
-	if (fortran) {
-		MPI_Fint ierr = MPI_SUCCESS, f = 0;
-
-		fortran_start()(ri->greq_fn[0], ri->greq_fn[1], ri->greq_fn[2],
-				(MPI_Aint *)ri->greq_extra, &f, &ierr);
-		ret = ierr;
-		*real = ret == MPI_SUCCESS ? PMPI_Request_f2c(f) : MPI_REQUEST_NULL;
-		*real_f = f;
-	} else {
-		ret = PMPI_Grequest_start((MPI_Grequest_query_function *)ri->greq_fn[0],
-					  (MPI_Grequest_free_function *)ri->greq_fn[1],
-					  (MPI_Grequest_cancel_function *)ri->greq_fn[2],
-					  (void *)ri->greq_extra, real);
-		*real_f = VH_NO_FINT;
-	}
 	if (ret == MPI_SUCCESS && ri->greq_completed)
 		ret = PMPI_Grequest_complete(*real);
 	return ret == MPI_SUCCESS ? 0 : -EIO;

@@ -15,7 +15,10 @@
  * (MPI_Grequest_complete) and waited for the step after that, so that at
  * every step's MPI_Allreduce one is pending and one complete but not yet
  * waited for; its query function gives the job's step as the status's
- * element count, its free function counts frees.
+ * element count, its free function counts frees and notes the job's step
+ * in a list it allocates (malloc inside MPI_Wait, by the program's code:
+ * the list must be the program's memory, saved and restored), which the
+ * end hashes.
  *
  * Output (rank 0, stdout, at the end): one line hashing the field.
  */
@@ -50,9 +53,24 @@ static int job_query(void *extra, MPI_Status *st)
 	return MPI_SUCCESS;
 }
 
+/* Steps of the jobs freed, newest first. */
+struct freed_step {
+	int step;
+	struct freed_step *next;
+};
+
+static struct freed_step *freed_steps;
+
 static int job_free(void *extra)
 {
+	struct freed_step *f = malloc(sizeof(*f));
+
 	((struct job *)extra)->freed++;
+	if (!f)
+		return MPI_ERR_NO_MEM;
+	f->step = ((struct job *)extra)->step;
+	f->next = freed_steps;
+	freed_steps = f;
 	return MPI_SUCCESS;
 }
 
@@ -175,6 +193,13 @@ int main(int argc, char **argv)
 	if (freed != iters) {
 		fprintf(stderr, "persist: %d generalized requests freed of %d\n", freed, iters);
 		return 1;
+	}
+	while (freed_steps) {
+		struct freed_step *f = freed_steps;
+
+		mix(&f->step, sizeof(f->step));
+		freed_steps = f->next;
+		free(f);
 	}
 
 	for (int i = 0; i < 4; i++)
