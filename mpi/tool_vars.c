@@ -54,6 +54,16 @@ static struct tool_obj *obj_of(const void *v, enum tool_type type)
 	return o && o->type == type ? o : NULL;
 }
 
+/* Indices below n may be live from now on (threads may race here). */
+static void raise_high(uint32_t n)
+{
+	uint32_t cur = __atomic_load_n(&high, __ATOMIC_ACQUIRE);
+
+	while (cur < n && !__atomic_compare_exchange_n(&high, &cur, n, false, __ATOMIC_ACQ_REL,
+						       __ATOMIC_ACQUIRE))
+		;
+}
+
 /* A new object's virtual handle; real on failure, checkpoints off. */
 static void *adopt(void *real, struct tool_obj *o, const char *call)
 {
@@ -67,8 +77,7 @@ static void *adopt(void *real, struct tool_obj *o, const char *call)
 	}
 	e = vh_entry(VH_TOOL, v);
 	e->aux = o;
-	if (vh_index(VH_TOOL, v) >= high)
-		high = vh_index(VH_TOOL, v) + 1;
+	raise_high(vh_index(VH_TOOL, v) + 1);
 	return v;
 }
 
@@ -634,8 +643,7 @@ int tool_vars_apply(struct why *why)
 				s[i].bound = true;
 			if (s[i].bound) {
 				vh_entry_at(VH_TOOL, s[i].index)->aux = s[i].o;
-				if (s[i].index >= high)
-					high = s[i].index + 1;
+				raise_high(s[i].index + 1);
 			}
 		}
 	}
