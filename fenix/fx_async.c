@@ -67,25 +67,17 @@ void fx_async_join(struct fx_group *g)
 
 int fx_async_finish(struct fx_group *g, int error_code)
 {
-	struct why why = WHY_INIT;
-
 	if (!g->async.pending)
 		return FENIX_SUCCESS;
 	fx_async_join(g);
 	g->async.pending = false;
-	int ret = fx_agree(g->comm, g->async.ret ? -1 : 0);
-	if (ret) {
-		if (g->async.ret)
-			fx_say(0, "istore of group %d: %s", g->gid,
-			       g->async.why.msg[0] ? g->async.why.msg : "cannot write");
-		return error_code;
-	}
-	ret = fx_encode(g, g->async.ts, &why);
-	if (fx_agree(g->comm, ret ? -1 : 0)) {
-		if (ret)
-			fx_say(0, "istore of group %d: %s", g->gid, why.msg);
-		return error_code;
-	}
+	if (fx_agree(g->comm, g->async.ret ? -1 : 0))
+		return fx_say_before_return(g->comm, g->async.ret != 0, error_code,
+					    "istore of group %d: %s", g->gid,
+					    g->async.why.msg[0] ? g->async.why.msg : "cannot write");
+	int ret = fx_protect(g, g->async.ts, "istore", error_code);
+	if (ret)
+		return ret;
 	g->staged = true;
 	return FENIX_SUCCESS;
 }

@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "fenix_int.h"
+#include "log.h"
 #include "store.h"
 
 struct fx_state fx = {.world = MPI_COMM_NULL, .comm = MPI_COMM_NULL};
@@ -130,6 +131,7 @@ static void init(MPI_Comm comm, MPI_Comm *newcomm, int *role, int spare_ranks, i
 		}
 	}
 	struct why why = WHY_INIT;
+	stasis_log_rank = rank; /* the rank the store's lines and STASIS_FAULT's @rank name */
 	ret = open_dir(rank, &why);
 	if (fx_agree(comm, ret ? -1 : 0)) {
 		if (ret)

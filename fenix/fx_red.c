@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fault.h"
 #include "fenix_int.h"
 #include "redundancy.h"
 
@@ -47,6 +48,27 @@ int fx_encode(struct fx_group *g, int ts, struct why *why)
 	red_name(g, ts, red, sizeof(red));
 	const char *names[1] = {dat};
 	return redundancy_encode(g->set, fx.dir, names, 1, red, why);
+}
+
+int fx_protect(struct fx_group *g, int ts, const char *call, int error_code)
+{
+	struct why why = WHY_INIT;
+	int ret = fx_set(g, &why);
+	/* Tests reach the failures through STASIS_FAULT's encode points, the
+	 * id being the snapshot's timestamp + 1 (util/fault.h). */
+	fault_set_checkpoint((uint64_t)ts + 1);
+	if (!ret)
+		ret = fx_encode(g, ts, &why);
+	fault_set_checkpoint(0);
+	/* Agreed in each redundancy set, not across sets: the group agrees,
+	 * and the lowest rank that failed says why. */
+	if (!fx_agree(g->comm, ret ? -1 : 0))
+		return 0;
+	int first = ret ? g->rank : g->size;
+	MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, g->comm);
+	return fx_say_before_return(g->comm, g->rank == first, error_code, "%s of group %d: %s",
+				    call, g->gid,
+				    why.msg[0] ? why.msg : "cannot protect the snapshot");
 }
 
 int fx_rebuild(struct fx_group *g, int ts, bool have_mine, struct why *why)

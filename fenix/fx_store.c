@@ -94,18 +94,9 @@ static int store(int gid, int mid, Fenix_Data_subset s)
 		return fx_say_before_return(g->comm, ret, code, "store of group %d: %s", gid,
 					    why.msg[0] ? why.msg : "cannot write");
 	/* Inside store, not commit: commit must complete locally. */
-	ret = fx_set(g, &why);
-	if (!ret)
-		ret = fx_encode(g, g->next_ts, &why);
-	/* Agreed in each redundancy set, not across sets: the group agrees,
-	 * and the lowest rank that failed says why. */
-	code = fx_agree(g->comm, ret ? FENIX_ERROR_INTERN : 0);
-	if (code) {
-		int first = ret ? g->rank : g->size;
-		MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, g->comm);
-		return fx_say_before_return(g->comm, g->rank == first, code, "store of group %d: %s",
-					    gid, why.msg[0] ? why.msg : "cannot protect the snapshot");
-	}
+	code = fx_protect(g, g->next_ts, "store", FENIX_ERROR_INTERN);
+	if (code)
+		return code;
 	g->frozen = true;
 	g->staged = true;
 	return FENIX_SUCCESS;

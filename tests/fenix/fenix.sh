@@ -28,6 +28,12 @@
 #                 then another active rank: spares used highest first,
 #                 then the communicator shrinks with
 #                 FENIX_WARNING_SPARE_RANKS_DEPLETED on every rank
+#   encode-fails  fx_ring on two xor sets of 2 (FX_SET_SIZE=2), the
+#                 redundancy encode failing on rank 3 only (STASIS_FAULT
+#                 fail-encode-run, at the store of step 3, then at the
+#                 wait of step 4's istore): every rank's call returns the
+#                 same error, though only rank 3's set failed, and one line
+#                 says why; no rank hangs
 #   checkpointed  fx_ring under stasis-run (transparent checkpoints every
 #                 second, the Data API on the program's communicators),
 #                 the whole job SIGKILLed after its second checkpoint and
@@ -335,6 +341,22 @@ relaunch-chain)
 		fail "restore after the shrink not refused on every rank"
 	[ "$(grep -c '^rank . of 3 steps 12 checksum' "$T/c.out")" = 3 ] || fail "no end on 3 ranks"
 	echo "ok: spare 5 took rank 1, spare 4's death moved nothing, then the shrink to 3 with the warning on every rank"
+	;;
+encode-fails)
+	# Snapshot timestamps start at 0: step S stores ts S-1, fault id S.
+	for c in "store 3 store" "wait 4 istore"; do
+		read -r call step said <<<"$c"
+		run "e$step" "e$step" FX_SET_SIZE=2 STASIS_FAULT="fail-encode-run:$step@3" -- \
+			"$B/tests/fenix/fx_ring" 8 2000 -1 0 xor && fail "$call: the job did not fail"
+		codes=$(sed -n "s/^rank [0-3] step $step: $call returned \(-[0-9]*\)$/\1/p" "$T/e$step.out" |
+			sort | uniq -c)
+		[ "$(wc -l <<<"$codes")" = 1 ] && [[ $codes =~ ^\ *4\ -[0-9]+$ ]] ||
+			fail "$call of step $step: not the same error on all 4 ranks: $codes"
+		[ "$(grep -c "^stasis fenix: $said of group 7: .*encod" "$T/e$step.out")" = 1 ] ||
+			fail "$call of step $step: not one line saying why"
+		grep -q "rank . step [0-9]*: .* returned" "$T/e$step.out" || fail "no rank reported"
+	done
+	echo "ok: a store and an istore whose encode failed in one set returned the same error on every rank, said once"
 	;;
 *) fail "unknown case $1" ;;
 esac

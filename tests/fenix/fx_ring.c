@@ -7,6 +7,9 @@
  * back, role RECOVERED, the others SURVIVOR), restores and goes on. The
  * final line per rank is a checksum of its vector, identical with and
  * without the failure.
+ * A store, wait or commit that fails ends every rank with a line naming
+ * the step, the call and its code (they must agree). FX_SET_SIZE sets the
+ * redundancy sets' size (default: one set of all ranks).
  * Usage: fx_ring STEPS N_DOUBLES KILL_RANK KILL_STEP SCHEME(partner|xor|rs) */
 #include <fenix.h>
 #include <signal.h>
@@ -34,7 +37,8 @@ int main(int argc, char **argv)
 	MPI_Comm_size(comm, &size);
 	int flag, pol[3];
 	int scheme = !strcmp(argv[5], "partner") ? 0 : !strcmp(argv[5], "xor") ? 1 : 2;
-	pol[0] = scheme, pol[1] = size, pol[2] = 2;
+	pol[0] = scheme, pol[1] = getenv("FX_SET_SIZE") ? atoi(getenv("FX_SET_SIZE")) : size;
+	pol[2] = 2;
 	Fenix_Data_group_create(7, comm, 0, 1, FENIX_DATA_POLICY_STASIS, pol, &flag);
 	/* The harness kills a rank from outside: it reads the pids here. */
 	const char *pd = getenv("FX_PID_DIR");
@@ -79,19 +83,30 @@ int main(int argc, char **argv)
 		step++;
 		/* Stored three ways in turn: store; istore then wait; istore
 		 * tested until written, completed by the commit. */
+		const char *call = "store";
+		int code;
 		if (step % 3 == 0) {
-			Fenix_Data_member_store(7, FENIX_DATA_MEMBER_ALL, FENIX_DATA_SUBSET_FULL);
+			code = Fenix_Data_member_store(7, FENIX_DATA_MEMBER_ALL, FENIX_DATA_SUBSET_FULL);
 		} else {
 			Fenix_Request req;
 			int written = 0;
-			Fenix_Data_member_istore(7, FENIX_DATA_MEMBER_ALL, FENIX_DATA_SUBSET_FULL, &req);
-			if (step % 3 == 1)
-				Fenix_Data_wait(req);
+			code = Fenix_Data_member_istore(7, FENIX_DATA_MEMBER_ALL, FENIX_DATA_SUBSET_FULL,
+							&req);
+			call = "istore";
+			if (!code && step % 3 == 1)
+				call = "wait", code = Fenix_Data_wait(req);
 			else
-				while (!written)
-					Fenix_Data_test(req, &written);
+				while (!code && !written)
+					code = Fenix_Data_test(req, &written);
 		}
-		Fenix_Data_commit_barrier(7, NULL);
+		if (!code)
+			call = "commit_barrier", code = Fenix_Data_commit_barrier(7, NULL);
+		if (code) {
+			printf("rank %d step %d: %s returned %d\n", rank, step, call, code);
+			fflush(stdout);
+			MPI_Barrier(comm);
+			return 3;
+		}
 		if (rank == 0 && pd) {
 			printf("committed %d\n", step);
 			fflush(stdout);
