@@ -37,7 +37,6 @@ struct tool_obj {
 	unsigned char *value;
 };
 
-static uint32_t high;	    /* indices below this may be live */
 static uint64_t write_seq; /* orders the writes of every control variable */
 
 static struct tool_obj *obj_at(uint32_t index)
@@ -54,14 +53,28 @@ static struct tool_obj *obj_of(const void *v, enum tool_type type)
 	return o && o->type == type ? o : NULL;
 }
 
-/* Indices below n may be live from now on (threads may race here). */
-static void raise_high(uint32_t n)
-{
-	uint32_t cur = __atomic_load_n(&high, __ATOMIC_ACQUIRE);
+/* Calls fn(virtual handle, object, arg) for every live object, through
+ * vh_walk (fn may drop the one it is given); stops at a nonzero return. */
+typedef int each_fn(void *v, struct tool_obj *o, void *arg);
 
-	while (cur < n && !__atomic_compare_exchange_n(&high, &cur, n, false, __ATOMIC_ACQ_REL,
-						       __ATOMIC_ACQUIRE))
-		;
+struct each {
+	each_fn *fn;
+	void *arg;
+};
+
+static int each_one(enum vh_kind k, uint32_t index, struct vh_entry *e, void *arg)
+{
+	struct each *w = arg;
+
+	/* An entry minted a moment ago may not have its object yet. */
+	return e->aux ? w->fn(vh_value(k, index), e->aux, w->arg) : 0;
+}
+
+static int each_obj(each_fn *fn, void *arg)
+{
+	struct each w = {fn, arg};
+
+	return vh_walk(VH_TOOL, each_one, &w);
 }
 
 /* A new object's virtual handle; real on failure, checkpoints off. */
@@ -77,7 +90,6 @@ static void *adopt(void *real, struct tool_obj *o, const char *call)
 	}
 	e = vh_entry(VH_TOOL, v);
 	e->aux = o;
-	raise_high(vh_index(VH_TOOL, v) + 1);
 	return v;
 }
 
@@ -308,21 +320,23 @@ EXPORT int MPI_T_pvar_session_create(MPI_T_pvar_session *session)
 	return ret;
 }
 
+static int drop_in_session(void *v, struct tool_obj *o, void *session)
+{
+	if (o->type == TOOL_PVAR && o->session == session)
+		drop(v);
+	return 0;
+}
+
 EXPORT int MPI_T_pvar_session_free(MPI_T_pvar_session *session)
 {
 	MPI_T_pvar_session v = *session, real = VH_REAL(VH_TOOL, MPI_T_pvar_session, v);
-	struct tool_obj *o;
 	int ret;
 
 	stasis_depth++;
 	ret = PMPI_T_pvar_session_free(&real);
 	if (ret == MPI_SUCCESS) {
 		/* Its handles went with it. */
-		for (uint32_t i = 0; i < high; i++) {
-			o = obj_at(i);
-			if (o && o->type == TOOL_PVAR && o->session == v)
-				drop(vh_value(VH_TOOL, i));
-		}
+		each_obj(drop_in_session, v);
 		if (obj_of(v, TOOL_SESSION))
 			drop(v);
 		*session = MPI_T_PVAR_SESSION_NULL;
@@ -382,26 +396,35 @@ EXPORT int MPI_T_pvar_handle_free(MPI_T_pvar_session session, MPI_T_pvar_handle 
 	return ret;
 }
 
+struct started {
+	MPI_T_pvar_session session;
+	MPI_T_pvar_handle handle; /* or MPI_T_PVAR_ALL_HANDLES */
+	int on;
+};
+
+static int note_started(void *v, struct tool_obj *o, void *arg)
+{
+	struct started *s = arg;
+
+	if (o->type == TOOL_PVAR && o->started >= 0 &&
+	    (s->handle == MPI_T_PVAR_ALL_HANDLES ? o->session == s->session : v == s->handle))
+		o->started = s->on;
+	return 0;
+}
+
 /* Start (on 1) or stop (0) handle, or every handle of session
  * (MPI_T_PVAR_ALL_HANDLES), as the program did: noted for a restart. */
 static int start_stop(MPI_T_pvar_session session, MPI_T_pvar_handle handle, int on)
 {
 	MPI_T_pvar_session s = VH_REAL(VH_TOOL, MPI_T_pvar_session, session);
 	MPI_T_pvar_handle h = VH_REAL(VH_TOOL, MPI_T_pvar_handle, handle);
-	struct tool_obj *o;
+	struct started note = {session, handle, on};
 	int ret;
 
 	stasis_depth++;
 	ret = on ? PMPI_T_pvar_start(s, h) : PMPI_T_pvar_stop(s, h);
-	if (ret == MPI_SUCCESS) {
-		for (uint32_t i = 0; i < high; i++) {
-			o = obj_at(i);
-			if (o && o->type == TOOL_PVAR && o->started >= 0 &&
-			    (handle == MPI_T_PVAR_ALL_HANDLES ? o->session == session
-							      : vh_value(VH_TOOL, i) == handle))
-				o->started = on;
-		}
-	}
+	if (ret == MPI_SUCCESS)
+		each_obj(note_started, &note);
 	stasis_depth--;
 	return ret;
 }
@@ -448,57 +471,72 @@ EXPORT int MPI_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handle ha
 
 /* --- checkpoint and restart ----------------------------------------------- */
 
+static int drop_any(void *v, struct tool_obj *o, void *arg)
+{
+	(void)o, (void)arg;
+	drop(v);
+	return 0;
+}
+
 void tool_vars_forget(void)
 {
-	for (uint32_t i = 0; i < high; i++)
-		if (obj_at(i))
-			drop(vh_value(VH_TOOL, i));
-	high = 0;
+	each_obj(drop_any, NULL);
+}
+
+/* The real object freed (sessions take their handles with them), then
+ * the virtual handle. */
+static int free_real(void *v, struct tool_obj *o, void *arg)
+{
+	void *real = vh_real(VH_TOOL, v);
+
+	(void)arg;
+	if (o->type == TOOL_CVAR)
+		PMPI_T_cvar_handle_free((MPI_T_cvar_handle *)&real);
+	else if (o->type == TOOL_SESSION)
+		PMPI_T_pvar_session_free((MPI_T_pvar_session *)&real);
+	drop(v);
+	return 0;
 }
 
 void tool_vars_discard(void)
 {
-	struct tool_obj *o;
-	void *real;
+	each_obj(free_real, NULL);
+}
 
-	/* Sessions take their handles with them. */
-	for (uint32_t i = 0; i < high; i++) {
-		o = obj_at(i);
-		real = o ? vh_real(VH_TOOL, vh_value(VH_TOOL, i)) : NULL;
-		if (o && o->type == TOOL_CVAR)
-			PMPI_T_cvar_handle_free((MPI_T_cvar_handle *)&real);
-		else if (o && o->type == TOOL_SESSION)
-			PMPI_T_pvar_session_free((MPI_T_pvar_session *)&real);
-	}
-	tool_vars_forget();
+static int count_one(void *v, struct tool_obj *o, void *n)
+{
+	(void)v, (void)o;
+	++*(int *)n;
+	return 0;
+}
+
+static int save_one(void *v, struct tool_obj *o, void *arg)
+{
+	struct rec_builder *b = arg;
+
+	recbuf_int(b, (int)vh_index(VH_TOOL, v));
+	recbuf_int(b, o->type);
+	recbuf_str(b, o->name);
+	recbuf_int(b, o->pvar);
+	recbuf_int(b, o->var_class);
+	recbuf_int(b, o->bind);
+	recbuf_u64(b, (uintptr_t)o->object);
+	recbuf_u64(b, (uintptr_t)o->session);
+	recbuf_int(b, o->started);
+	recbuf_u64(b, o->seq);
+	recbuf_int(b, o->value ? o->nbytes : 0);
+	if (o->value)
+		recbuf_put(b, o->value, (size_t)o->nbytes);
+	return 0;
 }
 
 void tool_vars_save(struct rec_builder *b)
 {
-	struct tool_obj *o;
 	int n = 0;
 
-	for (uint32_t i = 0; i < high; i++)
-		n += obj_at(i) != NULL;
+	each_obj(count_one, &n);
 	recbuf_int(b, n);
-	for (uint32_t i = 0; i < high; i++) {
-		o = obj_at(i);
-		if (!o)
-			continue;
-		recbuf_int(b, (int)i);
-		recbuf_int(b, o->type);
-		recbuf_str(b, o->name);
-		recbuf_int(b, o->pvar);
-		recbuf_int(b, o->var_class);
-		recbuf_int(b, o->bind);
-		recbuf_u64(b, (uintptr_t)o->object);
-		recbuf_u64(b, (uintptr_t)o->session);
-		recbuf_int(b, o->started);
-		recbuf_u64(b, o->seq);
-		recbuf_int(b, o->value ? o->nbytes : 0);
-		if (o->value)
-			recbuf_put(b, o->value, (size_t)o->nbytes);
-	}
+	each_obj(save_one, b);
 }
 
 /* One object read back from the image, its index, and whether the
@@ -641,14 +679,13 @@ int tool_vars_apply(struct why *why)
 				ret = why_set(why, -EEXIST, "MPI_T: two objects at one handle");
 			else
 				s[i].bound = true;
-			if (s[i].bound) {
+			if (s[i].bound)
 				vh_entry_at(VH_TOOL, s[i].index)->aux = s[i].o;
-				raise_high(s[i].index + 1);
-			}
 		}
 	}
 	/* The program's writes to control variables, in the order it made them. */
-	qsort(s, (size_t)npending, sizeof(*s), by_seq);
+	if (npending)
+		qsort(s, (size_t)npending, sizeof(*s), by_seq);
 	for (int i = 0; i < npending && !ret; i++) {
 		struct tool_obj *o = s[i].o;
 
