@@ -162,8 +162,9 @@ void fx_section_end(int token);
 int fx_set(struct fx_group *g, struct why *why);
 int fx_encode(struct fx_group *g, int ts, struct why *why);
 /* Snapshot ts's redundancy made (the set first if need be), agreed by the
- * whole group: 0, or error_code on every rank after the lowest rank that
- * failed said why in one line naming call. Collective. */
+ * whole group: 0, or error_code on every rank after the lowest failed rank
+ * (one that knows why first, session/agree.h) said why in one line naming
+ * call. Collective. */
 int fx_protect(struct fx_group *g, int ts, const char *call, int error_code);
 int fx_rebuild(struct fx_group *g, int ts, bool have_mine, struct why *why);
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agree.h"
 #include "fault.h"
 #include "fenix_int.h"
 #include "redundancy.h"
@@ -61,14 +62,11 @@ int fx_protect(struct fx_group *g, int ts, const char *call, int error_code)
 		ret = fx_encode(g, ts, &why);
 	fault_set_checkpoint(0);
 	/* Agreed in each redundancy set, not across sets: the group agrees,
-	 * and the lowest rank that failed says why. */
-	if (!fx_agree(g->comm, ret ? -1 : 0))
+	 * and the rank whose why every rank now holds says it. */
+	if (!why_agree(g->comm, call, ret, &why))
 		return 0;
-	int first = ret ? g->rank : g->size;
-	MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, g->comm);
-	return fx_say_before_return(g->comm, g->rank == first, error_code, "%s of group %d: %s",
-				    call, g->gid,
-				    why.msg[0] ? why.msg : "cannot protect the snapshot");
+	return fx_say_before_return(g->comm, g->rank == why.rank, error_code,
+				    "%s of group %d: %s", call, g->gid, why.msg);
 }
 
 int fx_rebuild(struct fx_group *g, int ts, bool have_mine, struct why *why)
