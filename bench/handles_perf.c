@@ -14,6 +14,10 @@
  *   vector_pingpong  one MPI_Type_vector of 64 doubles (stride 2)
  *   pingpong_4mib    4 MiB MPI_Send/MPI_Recv, half a round trip (the
  *                    bandwidth a blocking call keeps)
+ *   type_cycle       MPI_Type_vector + MPI_Type_commit + MPI_Type_free, as
+ *                    BLACS does for every message it sends (MPI hands the
+ *                    same address back each time: the reverse map's worst
+ *                    case)
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -63,10 +67,24 @@ static double allreduce(int n, MPI_Comm c)
 	return (MPI_Wtime() - t0) / n * 1e6;
 }
 
+static double type_cycle(int n)
+{
+	double t0 = MPI_Wtime();
+
+	for (int i = 0; i < n; i++) {
+		MPI_Datatype t;
+
+		MPI_Type_vector(16, 16, 96, MPI_DOUBLE, &t);
+		MPI_Type_commit(&t);
+		MPI_Type_free(&t);
+	}
+	return (MPI_Wtime() - t0) / n * 1e6;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 20000, rank;
-	double buf[128] = {0}, r[6];
+	double buf[128] = {0}, r[7];
 	char *big = calloc(1, 4 << 20);
 	MPI_Comm dup, split;
 	MPI_Datatype vec;
@@ -86,11 +104,12 @@ int main(int argc, char **argv)
 	r[3] = pingpong(rank, n, buf, 0, MPI_BYTE, dup, 1);
 	r[4] = pingpong(rank, n, buf, 1, vec, dup, 0);
 	r[5] = pingpong(rank, n / 500 + 10, big, 4 << 20, MPI_BYTE, dup, 0);
+	r[6] = type_cycle(n);
 	if (rank == 0)
 		printf(
 		    "allreduce_dup %.4f\nallreduce_split %.4f\npingpong %.4f\npingpong_req %.4f\n"
-		    "vector_pingpong %.4f\npingpong_4mib %.4f\n",
-		    r[0], r[1], r[2], r[3], r[4], r[5]);
+		    "vector_pingpong %.4f\npingpong_4mib %.4f\ntype_cycle %.4f\n",
+		    r[0], r[1], r[2], r[3], r[4], r[5], r[6]);
 	free(big);
 	MPI_Type_free(&vec);
 	MPI_Comm_free(&split);

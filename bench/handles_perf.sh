@@ -17,7 +17,7 @@ dir=$(mktemp -d /tmp/stasis-bench.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 export STASIS_DIR=$dir STASIS_SCHEME=single STASIS_INTERVAL=86400
 
-cases=(allreduce_dup allreduce_split pingpong pingpong_req vector_pingpong pingpong_4mib)
+cases=(allreduce_dup allreduce_split pingpong pingpong_req vector_pingpong pingpong_4mib type_cycle)
 field() { awk -v k="$1" '$1 == k { print $2 }' <<<"$2"; }
 calc() { awk "BEGIN { printf \"%.3f\", $* }"; }
 

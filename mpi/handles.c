@@ -17,7 +17,10 @@ struct vh_table {
 	uint32_t next;
 	uint32_t *free_list;
 	size_t nfree, free_cap;
-	/* real -> index + 1 (0: empty, UINT32_MAX: deleted), open addressing */
+	/* real -> index + 1 (0: empty), linear probing; a removal shifts the
+	 * run after it back, so no tombstones pile up where MPI reuses one
+	 * address for object after object (BLACS makes and frees a datatype
+	 * per message: a run of tombstones made every lookup linear) */
 	struct rev_slot {
 		const void *real;
 		uint32_t index;
@@ -236,10 +239,9 @@ static size_t rev_hash(const void *p)
 	return (size_t)(x ^ (x >> 33));
 }
 
-#define REV_DELETED UINT32_MAX
-
 static int rev_insert(struct vh_table *t, const void *real, uint32_t index);
 
+/* Doubles the map when live entries pass half of it. */
 static int rev_grow(struct vh_table *t)
 {
 	struct rev_slot *old = t->rev;
@@ -253,10 +255,15 @@ static int rev_grow(struct vh_table *t)
 	t->rev_cap = n;
 	t->rev_used = 0;
 	for (size_t i = 0; i < oldn; i++)
-		if (old[i].index && old[i].index != REV_DELETED)
+		if (old[i].index)
 			rev_insert(t, old[i].real, old[i].index - 1);
 	free(old);
 	return 0;
+}
+
+static size_t rev_home(const struct vh_table *t, const void *real)
+{
+	return rev_hash(real) & (t->rev_cap - 1);
 }
 
 static int rev_insert(struct vh_table *t, const void *real, uint32_t index)
@@ -265,18 +272,45 @@ static int rev_insert(struct vh_table *t, const void *real, uint32_t index)
 
 	if ((t->rev_used + 1) * 2 > t->rev_cap && rev_grow(t))
 		return -ENOMEM;
-	i = rev_hash(real) & (t->rev_cap - 1);
-	while (t->rev[i].index) {
-		if (t->rev[i].index != REV_DELETED && t->rev[i].real == real)
+	for (i = rev_home(t, real); t->rev[i].index; i = (i + 1) & (t->rev_cap - 1))
+		if (t->rev[i].real == real)
 			return 0;
-		i = (i + 1) & (t->rev_cap - 1);
-	}
 	t->rev[i] = (struct rev_slot){real, index + 1};
 	t->rev_used++;
 	return 0;
 }
 
-static struct rev_slot *rev_find(struct vh_table *t, const void *real);
+static struct rev_slot *rev_find(struct vh_table *t, const void *real)
+{
+	size_t i;
+
+	if (!t->rev_cap)
+		return NULL;
+	for (i = rev_home(t, real); t->rev[i].index; i = (i + 1) & (t->rev_cap - 1))
+		if (t->rev[i].real == real)
+			return &t->rev[i];
+	return NULL;
+}
+
+/* Empties slot s and moves back each later entry of its run that may sit
+ * in the hole (its home is not cyclically within (hole, j]), so that every
+ * entry stays reachable from its home without passing an empty slot. */
+static void rev_remove(struct vh_table *t, struct rev_slot *s)
+{
+	size_t mask = t->rev_cap - 1, hole = (size_t)(s - t->rev), j = hole;
+
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!t->rev[j].index)
+			break;
+		if (((j - rev_home(t, t->rev[j].real)) & mask) >= ((j - hole) & mask)) {
+			t->rev[hole] = t->rev[j];
+			hole = j;
+		}
+	}
+	t->rev[hole] = (struct rev_slot){NULL, 0};
+	t->rev_used--;
+}
 
 /* A new object: its address now means it, whatever it meant before (MPI
  * reuses the addresses of freed objects). */
@@ -288,19 +322,6 @@ static void rev_bind(struct vh_table *t, const void *real, uint32_t index)
 		s->index = index + 1;
 	else
 		rev_insert(t, real, index);
-}
-
-static struct rev_slot *rev_find(struct vh_table *t, const void *real)
-{
-	size_t i;
-
-	if (!t->rev_cap)
-		return NULL;
-	for (i = rev_hash(real) & (t->rev_cap - 1); t->rev[i].index;
-	     i = (i + 1) & (t->rev_cap - 1))
-		if (t->rev[i].index != REV_DELETED && t->rev[i].real == real)
-			return &t->rev[i];
-	return NULL;
 }
 
 /* Requests are many and short-lived, and nothing asks for them by their
@@ -321,6 +342,16 @@ void *vh_lookup_real(enum vh_kind k, const void *real)
 		v = vh_value(k, s->index - 1);
 	vh_unlock();
 	return v;
+}
+
+size_t vh_reverse_capacity(enum vh_kind k)
+{
+	size_t n;
+
+	vh_lock();
+	n = tables[k].rev_cap;
+	vh_unlock();
+	return n;
 }
 
 /* --- minting and releasing ------------------------------------------------ */
@@ -459,7 +490,7 @@ static struct vh_entry *unmap_entry(enum vh_kind k, uint32_t index)
 		return NULL;
 	s = reversible(k) ? rev_find(&tables[k], e->real) : NULL;
 	if (s && s->index == index + 1)
-		s->index = REV_DELETED;
+		rev_remove(&tables[k], s);
 	return e;
 }
 

@@ -195,6 +195,9 @@ void vh_zombie(enum vh_kind k, void *v);
 /* Real -> virtual, for handles MPI hands back (callbacks, inquiries):
  * the first live virtual bound to real, or NULL. */
 void *vh_lookup_real(enum vh_kind k, const void *real);
+/* Slots of kind k's real -> virtual map (its size tracks the live objects,
+ * however many came and went: tests/unit/test_handles.c). */
+size_t vh_reverse_capacity(enum vh_kind k);
 
 /* Keyvals are ints: the same for them. */
 static inline void *vh_keyval_ptr(int v)
