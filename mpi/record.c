@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "callbacks.h"
 #include "log.h"
 #include "record.h"
 
@@ -376,10 +377,16 @@ void rec_object_freed(enum vh_kind k, void *v)
 	}
 	vh_lock();
 	rec->flags |= REC_FREED;
-	/* MPI keeps error handlers and keyvals alive while objects use them
-	 * (and snapshots name them): their records stay for the whole run. */
-	if (k == VH_ERRHANDLER || k == VH_KEYVAL) {
+	/* MPI keeps error handlers alive while objects use them (and
+	 * snapshots name them): their records stay for the whole run. */
+	if (k == VH_ERRHANDLER) {
 		vh_unlock();
+		return;
+	}
+	if (k == VH_KEYVAL) {
+		/* MPI destroyed it: no attribute used it (keyvals.h) */
+		vh_unlock();
+		rec_keyval_gone(rec);
 		return;
 	}
 	if (rec->deps) {
@@ -389,6 +396,19 @@ void rec_object_freed(enum vh_kind k, void *v)
 		vh_zombie(k, v);
 		return;
 	}
+	drop_locked(rec);
+}
+
+void rec_keyval_gone(struct mpi_record *rec)
+{
+	vh_lock();
+	if (rec->deps) {
+		rec->flags |= REC_FREED;
+		vh_unlock();
+		return;
+	}
+	if (callbacks_keyval_which(rec) == KEYVAL_TYPE)
+		rec->aux = NULL;
 	drop_locked(rec);
 }
 

@@ -222,13 +222,13 @@ static int replay_one(struct mpi_record *rec, void **real, uint32_t *flags, stru
 }
 
 /* The program had freed these: free them again now that what needed them
- * exists. Error handlers and keyvals stay usable by the objects that hold
- * them (MPI counts references). */
+ * exists. Error handlers stay usable by the objects that hold them (MPI
+ * counts references); a freed keyval in the image was held for an
+ * attribute (keyvals.h) and is held again. */
 static void free_again(struct mpi_record *rec)
 {
 	struct vh_entry *e = vh_entry_at(rec->kind, rec->index);
 	void *real;
-	int kv;
 
 	if (!e || !(rec->flags & REC_FREED))
 		return;
@@ -255,19 +255,6 @@ static void free_again(struct mpi_record *rec)
 		break;
 	case VH_ERRHANDLER:
 		PMPI_Errhandler_free((MPI_Errhandler *)&real);
-		return;
-	case VH_KEYVAL:
-		kv = (int)(intptr_t)real;
-		switch (callbacks_keyval_which(rec)) {
-		case KEYVAL_COMM:
-			PMPI_Comm_free_keyval(&kv);
-			break;
-		case KEYVAL_TYPE:
-			PMPI_Type_free_keyval(&kv);
-			break;
-		default:
-			PMPI_Win_free_keyval(&kv);
-		}
 		return;
 	default:
 		return;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "callbacks.h"
+#include "keyvals.h"
 #include "log.h"
 #include "session.h"
 #include "snapshot.h"
@@ -116,12 +117,7 @@ static void put_attrs(struct rec_builder *b, void *real, const struct keyvals *k
 	recbuf_int(b, 0); /* count, patched below */
 	for (int i = 0; i < kv->n; i++) {
 		flag = 0;
-		if (which == KEYVAL_COMM)
-			PMPI_Comm_get_attr(real, kv->real[i], &val, &flag);
-		else if (which == KEYVAL_TYPE)
-			PMPI_Type_get_attr(real, kv->real[i], &val, &flag);
-		else
-			PMPI_Win_get_attr(real, kv->real[i], &val, &flag);
+		keyval_get_attr(which, real, kv->real[i], &val, &flag);
 		if (!flag)
 			continue;
 		fkey = kv->real[i];
@@ -215,6 +211,7 @@ int snapshot_write(struct rec_builder *b, int *count)
 	MPI_Errhandler eh;
 	int n = 0, ret;
 
+	keyvals_release_unused();
 	collect_keyvals(&comm_kv, KEYVAL_COMM);
 	collect_keyvals(&type_kv, KEYVAL_TYPE);
 	collect_keyvals(&win_kv, KEYVAL_WIN);

@@ -15,7 +15,14 @@
  *   - evens: MPI_Comm_create from a group of the even ranks;
  *   - scratch: a duplicate of ring (MPI_Comm_idup, its request waited
  *     for) used for the first half of the run, then freed (its
- *     attribute's delete callback counts frees).
+ *     attribute's delete callback counts frees);
+ *   - keyvals made and freed every step, as a library does per call: one
+ *     freed with no attribute left, one freed while its attribute is still
+ *     on world (then deleted), and one freed while its attribute stays on
+ *     world for 16 steps (across checkpoints) before it is deleted; the
+ *     delete callback mixes what it is handed. Thousands of keyvals come
+ *     and go: MPI destroys each with its last attribute, so a checkpoint
+ *     must never ask MPI about one (that ends the job) nor keep them all.
  * Every step ends with an MPI_Allreduce on ring (a communicator of every
  * rank: where stasis may checkpoint); MPI_COMM_WORLD itself is used only
  * for MPI_Init and MPI_Finalize.
@@ -64,6 +71,52 @@ static int delete_fn(MPI_Comm comm, int keyval, void *val, void *extra)
 	return MPI_SUCCESS;
 }
 
+static long step_values[3]; /* what the per-step keyvals' attributes point at */
+
+static int step_delete(MPI_Comm comm, int keyval, void *val, void *extra)
+{
+	(void)comm;
+	(void)keyval;
+	mix(&extra, sizeof(extra));
+	mix(val, sizeof(long));
+	deletes++;
+	return MPI_SUCCESS;
+}
+
+/* Step it's keyvals (see the top). *linger: the keyval freed while its
+ * attribute stays on world, MPI_KEYVAL_INVALID once deleted. */
+static void step_keyvals(MPI_Comm world, int it, int *linger, int *linger_key)
+{
+	int kv;
+
+	for (int i = 0; i < 3; i++)
+		step_values[i] = (long)it * 3 + i;
+	MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, step_delete, &kv, (void *)(intptr_t)1);
+	MPI_Comm_set_attr(world, kv, &step_values[0]);
+	MPI_Comm_delete_attr(world, kv);
+	MPI_Comm_free_keyval(&kv);
+	if (kv != MPI_KEYVAL_INVALID)
+		fprintf(stderr, "comms: a freed keyval is not MPI_KEYVAL_INVALID\n"), exit(1);
+
+	MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, step_delete, &kv, (void *)(intptr_t)2);
+	MPI_Comm_set_attr(world, kv, &step_values[1]);
+	{
+		int key = kv;
+
+		MPI_Comm_free_keyval(&kv);
+		MPI_Comm_delete_attr(world, key); /* the callback still runs */
+	}
+
+	if (it % 16 == 0) {
+		if (*linger_key != MPI_KEYVAL_INVALID)
+			MPI_Comm_delete_attr(world, *linger_key);
+		MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, step_delete, linger, (void *)(intptr_t)3);
+		MPI_Comm_set_attr(world, *linger, &step_values[2]);
+		*linger_key = *linger;
+		MPI_Comm_free_keyval(linger);
+	}
+}
+
 static void check(int err, const char *what)
 {
 	if (err != MPI_SUCCESS) {
@@ -83,6 +136,7 @@ int main(int argc, char **argv)
 	double *u, *next, sum, hsum, esum = 0;
 	char name[MPI_MAX_OBJECT_NAME];
 	void *attr;
+	int linger = MPI_KEYVAL_INVALID, linger_key = MPI_KEYVAL_INVALID;
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_dup(MPI_COMM_WORLD, &world);
@@ -154,6 +208,8 @@ int main(int argc, char **argv)
 			if (it == iters / 2)
 				MPI_Comm_free(&scratch);
 		}
+		if (it % 4 == 0)
+			step_keyvals(world, it / 4, &linger, &linger_key);
 		if (it % 64 == 0) {
 			double b = sum;
 
