@@ -55,6 +55,8 @@ int mpi_section_init(void)
 		ret = traffic_init();
 	if (!ret)
 		callbacks_init();
+	/* Before the program can rename a predefined datatype. */
+	snapshot_note_names();
 	return ret;
 }
 

@@ -173,6 +173,68 @@ static void put_type(struct rec_builder *b, MPI_Datatype v, MPI_Datatype real,
 	put_attrs(b, real, kv, KEYVAL_TYPE);
 }
 
+/* The predefined datatypes (MPI-4.0 sections 3.2.2, 3.2.3, 5.9.4, 19.1.9,
+ * 19.2.5): a program may name them and cache attributes on them, state
+ * a restarted MPI does not have. Their handles are the same in every run. */
+static const MPI_Datatype predefined[] = {
+	MPI_CHAR, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_BYTE, MPI_WCHAR, MPI_SHORT,
+	MPI_UNSIGNED_SHORT, MPI_INT, MPI_UNSIGNED, MPI_LONG, MPI_UNSIGNED_LONG, MPI_LONG_LONG_INT,
+	MPI_UNSIGNED_LONG_LONG, MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE, MPI_INT8_T, MPI_INT16_T,
+	MPI_INT32_T, MPI_INT64_T, MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T, MPI_C_BOOL,
+	MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX, MPI_AINT, MPI_OFFSET,
+	MPI_COUNT, MPI_PACKED, MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT, MPI_SHORT_INT,
+	MPI_LONG_DOUBLE_INT, MPI_CXX_BOOL, MPI_CXX_FLOAT_COMPLEX, MPI_CXX_DOUBLE_COMPLEX,
+	MPI_CXX_LONG_DOUBLE_COMPLEX, MPI_CHARACTER, MPI_LOGICAL, MPI_INTEGER, MPI_REAL,
+	MPI_DOUBLE_PRECISION, MPI_COMPLEX, MPI_DOUBLE_COMPLEX, MPI_2REAL, MPI_2DOUBLE_PRECISION,
+	MPI_2INTEGER, MPI_LOGICAL1, MPI_LOGICAL2, MPI_LOGICAL4, MPI_LOGICAL8, MPI_INTEGER1,
+	MPI_INTEGER2, MPI_INTEGER4, MPI_INTEGER8, MPI_REAL4, MPI_REAL8, MPI_REAL16, MPI_COMPLEX8,
+	MPI_COMPLEX16, MPI_COMPLEX32,
+};
+
+size_t snapshot_predefined_count(void)
+{
+	return sizeof(predefined) / sizeof(predefined[0]);
+}
+
+MPI_Datatype snapshot_predefined_type(size_t i)
+{
+	return predefined[i];
+}
+
+/* A predefined type the program renamed (from its name right after
+ * MPI_Init: snapshot_note_names) or cached an attribute on. */
+static char predefined_names[sizeof(predefined) / sizeof(predefined[0])][MPI_MAX_OBJECT_NAME];
+
+void snapshot_note_names(void)
+{
+	for (size_t i = 0; i < sizeof(predefined) / sizeof(predefined[0]); i++) {
+		int len = 0;
+
+		if (predefined[i] != MPI_DATATYPE_NULL)
+			PMPI_Type_get_name(predefined[i], predefined_names[i], &len);
+	}
+}
+
+static bool predefined_changed(size_t i, const struct keyvals *kv)
+{
+	char name[MPI_MAX_OBJECT_NAME] = "";
+	int len = 0;
+
+	PMPI_Type_get_name(predefined[i], name, &len);
+	if (strcmp(name, predefined_names[i]))
+		return true;
+	for (int k = 0; k < kv->n; k++) {
+		void *val;
+		int flag = 0;
+
+		if (keyval_get_attr(KEYVAL_TYPE, predefined[i], kv->real[k], &val, &flag) ==
+			MPI_SUCCESS &&
+		    flag)
+			return true;
+	}
+	return false;
+}
+
 static void put_win(struct rec_builder *b, MPI_Win v, MPI_Win real, const struct keyvals *kv)
 {
 	recbuf_int(b, SNAP_WIN);
@@ -235,6 +297,11 @@ int snapshot_write(struct rec_builder *b, int *count)
 			return ret;
 		}
 	}
+	for (size_t i = 0; i < sizeof(predefined) / sizeof(predefined[0]); i++)
+		if (predefined[i] != MPI_DATATYPE_NULL && predefined_changed(i, &type_kv)) {
+			put_type(b, predefined[i], predefined[i], &type_kv);
+			n++;
+		}
 	if ((ret = put_comm(b, MPI_COMM_WORLD, MPI_COMM_WORLD, &comm_kv)) ||
 	    (ret = put_comm(b, MPI_COMM_SELF, MPI_COMM_SELF, &comm_kv)))
 		return ret;

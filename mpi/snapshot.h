@@ -5,6 +5,7 @@
 #define STASIS_MPI_SNAPSHOT_H
 
 #include <mpi.h>
+#include <stddef.h>
 
 #include "record.h"
 
@@ -14,6 +15,14 @@
 int snapshot_write(struct rec_builder *b, int *count);
 /* Put count entries read from r back onto the replayed objects. */
 int snapshot_apply(struct rec_reader *r, int count);
+/* The names MPI gives the predefined datatypes, noted right after
+ * MPI_Init: a checkpoint keeps the state of those the program renamed or
+ * cached attributes on. */
+void snapshot_note_names(void);
+/* The predefined datatypes: how many, and the i-th (MPI_DATATYPE_NULL for
+ * one this MPI does not have). */
+size_t snapshot_predefined_count(void);
+MPI_Datatype snapshot_predefined_type(size_t i);
 /* Make an info object again from its record. */
 int snapshot_replay_info(const struct mpi_record *rec, MPI_Info *out);
 

@@ -2,9 +2,9 @@
  * every step so that one a restart did not bring back exactly changes the
  * output: an intercommunicator and its merge, graph and distributed-graph
  * topologies with neighbour collectives, a shared-memory split, info objects,
- * a user error handler MPI calls, datatype attributes and names, the contents
- * of a derived type, Fortran 90 types, groups made by set operations, and
- * MPI_Alloc_mem memory.
+ * a user error handler MPI calls, datatype attributes and names (on
+ * predefined datatypes too), the contents of a derived type, Fortran 90
+ * types, groups made by set operations, and MPI_Alloc_mem memory.
  *
  *   objects [N [ITERS]] [--core]     (4 ranks or more)
  *
@@ -75,6 +75,7 @@ int main(int argc, char **argv)
 	MPI_Errhandler eh;
 	MPI_Datatype vec, dup, f90, contents_types[1];
 	static int type_attr = 77;
+	int predef_kv;
 	double *mem;
 	char value[64], name[MPI_MAX_OBJECT_NAME];
 
@@ -140,6 +141,10 @@ int main(int argc, char **argv)
 		MPI_Type_set_attr(dup, kv, &type_attr);
 		MPI_Type_free_keyval(&kv); /* the attribute stays on dup */
 	}
+	/* Predefined datatypes take names and attributes too. */
+	MPI_Type_set_name(MPI_INT, "objects-int");
+	MPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, MPI_TYPE_NULL_DELETE_FN, &predef_kv, NULL);
+	MPI_Type_set_attr(MPI_DOUBLE, predef_kv, &type_attr);
 	MPI_Type_create_f90_real(15, 300, &f90);
 	MPI_Alloc_mem(sizeof(double) * n, MPI_INFO_NULL, &mem);
 	for (int i = 0; i < n; i++)
@@ -189,6 +194,16 @@ int main(int argc, char **argv)
 		MPI_Type_get_name(dup, name, &len);
 		if (strcmp(name, "objects-dup"))
 			fail("the datatype lost its name");
+		MPI_Type_get_name(MPI_INT, name, &len);
+		if (strcmp(name, "objects-int"))
+			fail("MPI_INT lost its name");
+		{
+			void *v;
+
+			MPI_Type_get_attr(MPI_DOUBLE, predef_kv, &v, &flag);
+			if (!flag || v != &type_attr)
+				fail("MPI_DOUBLE lost its attribute");
+		}
 		if (it % 50 == 0) {
 			int ni, na, nd, comb, ints[4];
 			MPI_Aint addrs[1];
