@@ -166,6 +166,7 @@ void coord_start(struct session *s, coord_take_fn take)
  * rank is inside a collective or behind one): take the checkpoint here,
  * all together. */
 static void wait_at_entry(void);
+static void hold_while_level(void);
 
 /* Stopped: wait for the leader's word. MSG_GO once every rank acknowledged
  * STOP with no epoch open on a window (coord_thread.c): a rank whose epoch
@@ -224,6 +225,32 @@ void coord_poll(void)
 	}
 	drain_progress();
 	coord_flag = LOAD(SH.pending) || LOAD(SH.stop) || drain_pending();
+}
+
+void coord_match_begin(void)
+{
+	if (stasis_app_thread)
+		return;
+	for (;;) {
+		if (LOAD(SH.pending)) {
+			/* A match would make this rank one that cannot stop: a
+			 * level rank waits here as at a collective's entry. */
+			pthread_mutex_lock(&SH.lock);
+			hold_while_level();
+			pthread_mutex_unlock(&SH.lock);
+		}
+		STORE(SH.in_match, 1);
+		if (!LOAD(SH.stop) || windows_hold_stop())
+			return;
+		STORE(SH.in_match, 0);
+		take_checkpoint();
+	}
+}
+
+void coord_match_end(void)
+{
+	if (!stasis_app_thread)
+		STORE(SH.in_match, 0);
 }
 
 void coord_wait_point(void)

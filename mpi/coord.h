@@ -114,4 +114,20 @@ void coord_stop_here(void);
  * where the rank takes the checkpoint once every rank may stop. */
 void coord_wait_point(void);
 
+/* Around a call that may match a message (MPI_Improbe, and MPI_Mprobe's
+ * loop of them), right before MPI is called and once the match is
+ * counted (mpi_message_matched). A rank that holds a matched message
+ * cannot stop, and goes through the gates of collectives (it may be the
+ * one its peers wait for); so a STOP must never find a rank that matched
+ * one after it answered the last round: the coordinator thread, having
+ * stored the stop, waits for the call to end and acknowledges with the
+ * matched count (REPLY_MATCHED gives the attempt up), and a call that
+ * begins once the stop is stored takes the checkpoint first. During an
+ * attempt, a rank level everywhere with no matched message waits at its
+ * entry as at a collective's (else, matching each time the others could
+ * stop, a rank that holds its message across a collective never lets the
+ * ranks meet). */
+void coord_match_begin(void);
+void coord_match_end(void);
+
 #endif

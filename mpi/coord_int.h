@@ -33,7 +33,8 @@ enum coord_msg {
 	 * on a window: take the checkpoint (a: attempt) */
 	MSG_GO,
 	/* all to rank 0: MSG_STOP seen (a: attempt); b: an epoch was open on
-	 * a window of the rank's then, REPLY_WINDOW_* */
+	 * a window of the rank's then, REPLY_WINDOW_*, or it held a matched
+	 * message, REPLY_MATCHED */
 	MSG_STOP_ACK,
 };
 
@@ -48,6 +49,11 @@ enum {
 	REPLY_IN_UNGATED = 4,
 	REPLY_WINDOW_BUSY = 8,
 	REPLY_WINDOW_PSCW = 16,
+	/* (MSG_STOP_ACK) the rank holds a message it matched (MPI_Improbe,
+	 * MPI_Mprobe) and has not received: it cannot stop (the drain could
+	 * not take the message, nor a restart the handle), and may enter a
+	 * collective before it receives it. */
+	REPLY_MATCHED = 32,
 };
 /* Above the bits: the rank's collectives entered and completed, summed. */
 #define REPLY_PROGRESS_SHIFT 8
@@ -63,6 +69,7 @@ struct coord_shared {
 	int stop;	     /* every rank may stop: take the checkpoint */
 	int in_collective;   /* inside a blocking collective */
 	int in_ungated;	     /* inside an ungated one (coord.h) */
+	int in_match;	     /* inside a call that may match a message (coord_match_begin) */
 	int bye_ok;
 	uint64_t attempt;
 	uint64_t release; /* MSG_RELEASE received (coord.c, hold_while_level) */

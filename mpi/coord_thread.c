@@ -7,6 +7,7 @@
 #define LOG_PREFIX ""
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,8 +170,14 @@ static void client_handle(const struct oob_msg *m)
 		STORE(SH.stop, 1);
 		coord_flag = 1;
 		/* Read after the store: an epoch the program opens from now on
-		 * sees the stop first and is not opened (coord.h). */
+		 * sees the stop first and is not opened (coord.h); a match
+		 * under way is waited for (a non-blocking call), one that begins
+		 * now sees the stop first (coord_match_begin). */
 		bits = window_bits();
+		while (LOAD(SH.in_match))
+			sched_yield();
+		if (mpi_matched() > 0)
+			bits |= REPLY_MATCHED;
 		pthread_mutex_lock(&SH.lock);
 		pthread_cond_broadcast(&SH.cond);
 		pthread_mutex_unlock(&SH.lock);
@@ -375,6 +382,10 @@ static void acknowledged(void)
 		to_all(MSG_GO, attempt, 0);
 		return;
 	}
+	if (!(ack_bits & REPLY_WINDOW_BUSY)) {
+		abandon("a rank matched a message (MPI_Mprobe, MPI_Improbe) as the others stopped");
+		return;
+	}
 	if (refused_ms < 0)
 		refused_ms = t;
 	if (t - refused_ms >= WINDOWS_HOLD_SECONDS * 1000) {
@@ -507,7 +518,7 @@ static void leader_handle(const struct oob_msg *m)
 	case MSG_STOP_ACK:
 		if (lstate != L_ACKING || m->a != attempt)
 			break;
-		if ((m->b & REPLY_WINDOW_BUSY) && m->from < (uint32_t)SH.size) {
+		if ((m->b & (REPLY_WINDOW_BUSY | REPLY_MATCHED)) && m->from < (uint32_t)SH.size) {
 			ack_bits |= m->b;
 			ack_rank = (int)m->from;
 		}

@@ -518,7 +518,10 @@ def kind_hooks(f, w):
         else:
             msg = "*message"
             flag = " && *flag" if f.name == "Improbe" else ""
+        # before translating: it may take a checkpoint (and resume a restart)
+        w.pre.append("coord_match_begin();")
         w.post.append("if (%s%s)\n\t\tmpi_message_matched(%s);" % (ok, flag, msg))
+        w.post.append("coord_match_end();")
     if kind == "mrecv":
         msg = "PMPI_Message_f2c(*(MPI_Fint *)message_f)" if fortran else "*message"
         w.decls.append("MPI_Message m_ = MPI_MESSAGE_NULL;")

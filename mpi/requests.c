@@ -21,7 +21,7 @@ int64_t mpi_pending(void)
 
 int64_t mpi_matched(void)
 {
-	return __atomic_load_n(&matched, __ATOMIC_RELAXED);
+	return __atomic_load_n(&matched, __ATOMIC_SEQ_CST);
 }
 
 int64_t mpi_coll_pending(void)
@@ -381,7 +381,7 @@ void mpi_req_freed_f(MPI_Fint *app)
 void mpi_message_matched(MPI_Message m)
 {
 	if (m != MPI_MESSAGE_NULL && m != MPI_MESSAGE_NO_PROC)
-		__atomic_add_fetch(&matched, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&matched, 1, __ATOMIC_SEQ_CST);
 }
 
 void mpi_message_received(MPI_Message m)

@@ -47,6 +47,7 @@ cr_default_args() {
 	halves) echo "4096 4000" ;;
 	blacs) echo "1024 4000" ;;
 	pchol) echo "96 400" ;;
+	mprobe) echo "16 200000" ;;
 	wtime) echo "4096 4000" ;;
 	mpi1) echo "4096 40000" ;;
 	f08solve) echo "96 28000" ;;
