@@ -19,7 +19,7 @@ int keyval_get_attr(enum keyval_which which, void *real, int keyval, void **val,
 	}
 }
 
-static bool has_attr(enum keyval_which which, void *real, int keyval)
+bool keyval_has_attr(enum keyval_which which, void *real, int keyval)
 {
 	void *val;
 	int flag = 0;
@@ -33,26 +33,26 @@ static enum vh_kind object_kind(enum keyval_which which)
 }
 
 /* Whether an object the program has (its live communicators, datatypes or
- * windows, MPI_COMM_WORLD, MPI_COMM_SELF, the predefined datatypes) holds an attribute of keyval
- * real, which MPI still has. Under the handles' lock (the records do not
- * change meanwhile). */
+ * windows, MPI_COMM_WORLD, MPI_COMM_SELF, the predefined datatypes) holds
+ * an attribute of keyval real, which MPI still has. Under the handles'
+ * lock (the records do not change meanwhile). */
 static bool in_use_locked(enum keyval_which which, int real)
 {
 	enum vh_kind k = object_kind(which);
 
 	if (which == KEYVAL_COMM &&
-	    (has_attr(which, MPI_COMM_WORLD, real) || has_attr(which, MPI_COMM_SELF, real)))
+	    (keyval_has_attr(which, MPI_COMM_WORLD, real) || keyval_has_attr(which, MPI_COMM_SELF, real)))
 		return true;
 	for (size_t i = 0; which == KEYVAL_TYPE && i < snapshot_predefined_count(); i++)
 		if (snapshot_predefined_type(i) != MPI_DATATYPE_NULL &&
-		    has_attr(which, snapshot_predefined_type(i), real))
+		    keyval_has_attr(which, snapshot_predefined_type(i), real))
 			return true;
 	for (struct mpi_record *r = rec_first(); r; r = r->next) {
 		struct vh_entry *e;
 
 		if (r->kind != k || (r->flags & REC_FREED) || !(e = vh_entry_at(k, r->index)))
 			continue;
-		if (has_attr(which, e->real, real))
+		if (keyval_has_attr(which, e->real, real))
 			return true;
 	}
 	return false;

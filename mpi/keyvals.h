@@ -25,5 +25,7 @@ bool keyval_hold(int v, int *real);
 void keyvals_release_unused(void);
 /* MPI_*_get_attr of the object's kind: MPI's return code. */
 int keyval_get_attr(enum keyval_which which, void *real, int keyval, void **val, int *flag);
+/* Whether the object holds an attribute of keyval (which MPI still has). */
+bool keyval_has_attr(enum keyval_which which, void *real, int keyval);
 
 #endif

@@ -102,8 +102,9 @@ void rec_attach(struct mpi_record *rec, void *v);
 void rec_object_freed(enum vh_kind k, void *v);
 /* A keyval MPI has destroyed (keyvals.h): its record goes and its handle
  * is released, with the state its trampolines get (aux), except a
- * datatype keyval's: an attribute on a predefined datatype, which stasis
- * does not look at, may keep it alive in MPI and its callbacks called. */
+ * datatype keyval's: an attribute on a datatype the program freed, which
+ * MPI keeps while a type made from it lives, may keep the keyval alive in
+ * MPI and its callbacks called. */
 void rec_keyval_gone(struct mpi_record *rec);
 /* Keep rec (and the records it needs) while something that is not a record
  * uses its object: a file's view uses its datatypes after the program may

@@ -190,10 +190,11 @@ static const MPI_Datatype predefined[] = {
 	MPI_INTEGER2, MPI_INTEGER4, MPI_INTEGER8, MPI_REAL4, MPI_REAL8, MPI_REAL16, MPI_COMPLEX8,
 	MPI_COMPLEX16, MPI_COMPLEX32,
 };
+#define NPREDEFINED (sizeof(predefined) / sizeof(predefined[0]))
 
 size_t snapshot_predefined_count(void)
 {
-	return sizeof(predefined) / sizeof(predefined[0]);
+	return NPREDEFINED;
 }
 
 MPI_Datatype snapshot_predefined_type(size_t i)
@@ -203,11 +204,11 @@ MPI_Datatype snapshot_predefined_type(size_t i)
 
 /* A predefined type the program renamed (from its name right after
  * MPI_Init: snapshot_note_names) or cached an attribute on. */
-static char predefined_names[sizeof(predefined) / sizeof(predefined[0])][MPI_MAX_OBJECT_NAME];
+static char predefined_names[NPREDEFINED][MPI_MAX_OBJECT_NAME];
 
 void snapshot_note_names(void)
 {
-	for (size_t i = 0; i < sizeof(predefined) / sizeof(predefined[0]); i++) {
+	for (size_t i = 0; i < NPREDEFINED; i++) {
 		int len = 0;
 
 		if (predefined[i] != MPI_DATATYPE_NULL)
@@ -223,15 +224,9 @@ static bool predefined_changed(size_t i, const struct keyvals *kv)
 	PMPI_Type_get_name(predefined[i], name, &len);
 	if (strcmp(name, predefined_names[i]))
 		return true;
-	for (int k = 0; k < kv->n; k++) {
-		void *val;
-		int flag = 0;
-
-		if (keyval_get_attr(KEYVAL_TYPE, predefined[i], kv->real[k], &val, &flag) ==
-			MPI_SUCCESS &&
-		    flag)
+	for (int k = 0; k < kv->n; k++)
+		if (keyval_has_attr(KEYVAL_TYPE, predefined[i], kv->real[k]))
 			return true;
-	}
 	return false;
 }
 
@@ -297,7 +292,7 @@ int snapshot_write(struct rec_builder *b, int *count)
 			return ret;
 		}
 	}
-	for (size_t i = 0; i < sizeof(predefined) / sizeof(predefined[0]); i++)
+	for (size_t i = 0; i < NPREDEFINED; i++)
 		if (predefined[i] != MPI_DATATYPE_NULL && predefined_changed(i, &type_kv)) {
 			put_type(b, predefined[i], predefined[i], &type_kv);
 			n++;

@@ -83,7 +83,7 @@ static int step_delete(MPI_Comm comm, int keyval, void *val, void *extra)
 	return MPI_SUCCESS;
 }
 
-/* Step it's keyvals (see the top). *linger: the keyval freed while its
+/* This step's keyvals (see the top). *linger: the keyval freed while its
  * attribute stays on world, MPI_KEYVAL_INVALID once deleted. */
 static void step_keyvals(MPI_Comm world, int it, int *linger, int *linger_key)
 {
