@@ -12,6 +12,7 @@
 #include "requests.h"
 #include "trigger.h"
 #include "session.h"
+#include "sync_sends.h"
 #include "traffic.h"
 
 #define TAG_BOUNCE 0x5a5b
@@ -216,12 +217,79 @@ static void finish_sends(void)
 	}
 }
 
+/* A drained message back at its sender, to send again. */
+struct bounced {
+	struct resend *rs; /* its buffer: BOUNCE_HDR bytes, then the message */
+	uint64_t gid;
+	int tag, dest, n;
+	uint64_t len;
+	struct comm_info *ci;
+};
+
+/* Receive the k drained messages receiver r sends back to this rank. */
+static void take_bounced(struct session *s, int r, struct bounced *b, int k)
+{
+	for (int i = 0; i < k; i++) {
+		MPI_Status st;
+		char *buf;
+		uint64_t tag;
+
+		PMPI_Probe(r, TAG_BOUNCE, s->comm, &st);
+		PMPI_Get_count(&st, MPI_BYTE, &b[i].n);
+		b[i].rs = malloc(sizeof(*b[i].rs) + b[i].n);
+		if (!b[i].rs) {
+			/* The one allocation that cannot come before the
+			 * drain: the size is known only now. Without it a
+			 * message MPI delivered once would be lost and the
+			 * program go wrong, so the job stops. */
+			pr_err("out of memory sending drained messages again");
+			PMPI_Abort(MPI_COMM_WORLD, 1);
+		}
+		buf = (char *)(b[i].rs + 1);
+		PMPI_Recv(buf, b[i].n, MPI_BYTE, r, TAG_BOUNCE, s->comm, MPI_STATUS_IGNORE);
+		memcpy(&b[i].gid, buf, 8);
+		memcpy(&tag, buf + 8, 8);
+		memcpy(&b[i].len, buf + 16, 8);
+		b[i].tag = (int)tag;
+		b[i].ci = collective_counts_find(b[i].gid);
+		b[i].dest = -1;
+		for (int j = 0; b[i].ci && j < b[i].ci->size; j++)
+			if (b[i].ci->world[j] == r)
+				b[i].dest = j;
+		if (!b[i].ci || b[i].dest < 0) {
+			/* senders_can_resend() made sure of it, unless the
+			 * drain failed before it could look: the sender
+			 * freed the communicator, and the message, taken
+			 * from MPI, can neither go back nor be dropped. */
+			pr_err("a drained message has no communicator to go back on");
+			PMPI_Abort(MPI_COMM_WORLD, 1);
+		}
+	}
+}
+
+/* The program's synchronous send that b[i] was, if any: b[i] is the j-th
+ * of the k messages of its stream among b[0..n) (sync_sends.h). */
+static struct vh_entry *sync_send_of(const struct bounced *b, int i, int n)
+{
+	int j = 0, k = 0;
+
+	if (!sync_streams || !sync_sends_watched(b[i].gid, b[i].dest, b[i].tag))
+		return NULL;
+	for (int x = 0; x < n; x++)
+		if (b[x].gid == b[i].gid && b[x].tag == b[i].tag) {
+			k++;
+			j += x <= i;
+		}
+	return sync_sends_drained(b[i].gid, b[i].dest, b[i].tag, j, k);
+}
+
 /* Send every drained message back to its sender, and send again every
  * message that comes back, on its communicator, to the rank it was for.
  * Collective. */
 static void resend_drained(struct session *s)
 {
-	int *cnt = scratch, *got = scratch + s->size;
+	int *cnt = scratch, *got = scratch + s->size, most = 0;
+	struct bounced *b;
 
 	if (nothing_drained) {
 		/* No rank drained anything: no rank takes part. */
@@ -241,59 +309,53 @@ static void resend_drained(struct session *s)
 		PMPI_Isend(d->pack, (int)(BOUNCE_HDR + d->len), MPI_BYTE, d->source, TAG_BOUNCE,
 			   s->comm, &d->req);
 	}
+	for (int r = 0; r < s->size; r++)
+		most = got[r] > most ? got[r] : most;
+	b = malloc(sizeof(*b) * (most ? most : 1));
+	if (!b) {
+		pr_err("out of memory sending drained messages again");
+		PMPI_Abort(MPI_COMM_WORLD, 1);
+	}
 	for (int r = 0; r < s->size; r++) {
-		for (int k = 0; k < got[r]; k++) {
-			MPI_Status st;
-			int n;
-			char *buf;
-			uint64_t gid, tag, len;
-			struct comm_info *ci;
-			struct resend *rs;
-			int dest = -1;
+		take_bounced(s, r, b, got[r]);
+		for (int i = 0; i < got[r]; i++) {
+			MPI_Comm comm = VH_REAL(VH_COMM, MPI_Comm, b[i].ci->self);
+			char *data = (char *)(b[i].rs + 1) + BOUNCE_HDR;
+			struct vh_entry *sync = sync_send_of(b, i, got[r]);
 
-			PMPI_Probe(r, TAG_BOUNCE, s->comm, &st);
-			PMPI_Get_count(&st, MPI_BYTE, &n);
-			rs = malloc(sizeof(*rs) + n);
-			if (!rs) {
-				/* The one allocation that cannot come before the
-				 * drain: the size is known only now. Without it a
-				 * message MPI delivered once would be lost and the
-				 * program go wrong, so the job stops. */
-				pr_err("out of memory sending drained messages again");
-				PMPI_Abort(MPI_COMM_WORLD, 1);
+			if (sync) {
+				/* The program's request completes when this does. */
+				MPI_Request req;
+
+				PMPI_Issend(data, (int)b[i].len, MPI_BYTE, b[i].dest, b[i].tag, comm,
+					    &req);
+				mpi_req_hold(sync, req, b[i].rs);
+			} else {
+				/* The receiver takes it when the program asks: keep
+				 * the buffer until then. */
+				PMPI_Isend(data, (int)b[i].len, MPI_BYTE, b[i].dest, b[i].tag, comm,
+					   &b[i].rs->req);
+				drain_keep(b[i].rs->req, b[i].rs);
 			}
-			buf = (char *)(rs + 1);
-			PMPI_Recv(buf, n, MPI_BYTE, r, TAG_BOUNCE, s->comm, MPI_STATUS_IGNORE);
-			memcpy(&gid, buf, 8);
-			memcpy(&tag, buf + 8, 8);
-			memcpy(&len, buf + 16, 8);
-			ci = collective_counts_find(gid);
-			for (int j = 0; ci && j < ci->size; j++)
-				if (ci->world[j] == r)
-					dest = j;
-			if (!ci || dest < 0) {
-				/* senders_can_resend() made sure of it, unless the
-				 * drain failed before it could look: the sender
-				 * freed the communicator, and the message, taken
-				 * from MPI, can neither go back nor be dropped. */
-				pr_err("a drained message has no communicator to go back on");
-				PMPI_Abort(MPI_COMM_WORLD, 1);
-			}
-			/* The receiver takes it when the program asks: keep the buffer
-			 * until then. */
-			rs->next = resends;
-			resends = rs;
-			nresends++;
-			PMPI_Isend(buf + BOUNCE_HDR, (int)len, MPI_BYTE, dest, (int)tag,
-				   VH_REAL(VH_COMM, MPI_Comm, ci->self), &rs->req);
-			traffic_sent(ci->self, dest);
+			traffic_sent(b[i].ci->self, b[i].dest);
 		}
 	}
+	free(b);
 	for (size_t i = 0; i < nmsgs; i++) {
 		PMPI_Wait(&msgs[i].req, MPI_STATUS_IGNORE);
 		free(msgs[i].pack);
 	}
 	nmsgs = 0;
+}
+
+void drain_keep(MPI_Request real, void *buf)
+{
+	struct resend *rs = buf;
+
+	rs->req = real;
+	rs->next = resends;
+	resends = rs;
+	nresends++;
 }
 
 void drain_progress(void)

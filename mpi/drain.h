@@ -6,10 +6,12 @@
  * the receives are posted again, and each drained message goes back to
  * its sender, which sends it again on its communicator, with its tag,
  * before anything newer: the program receives it as if it had never been
- * drained, in MPI's order. */
+ * drained, in MPI's order. A synchronous send's message is sent again as
+ * one, and the program's request completes with it (sync_sends.h). */
 #ifndef STASIS_MPI_DRAIN_H
 #define STASIS_MPI_DRAIN_H
 
+#include <mpi.h>
 #include <stdbool.h>
 
 #include "coord.h"
@@ -28,6 +30,10 @@ void drain_resume(struct session *s);
  * those that completed (at every poll). */
 void drain_progress(void);
 bool drain_pending(void);
+/* A message sent again as a synchronous send the program freed before it
+ * completed (requests.c): kept, with its request real, until MPI is done
+ * with it. buf is what mpi_req_hold() was given. */
+void drain_keep(MPI_Request real, void *buf);
 /* MPI_Finalize: wait for them all. */
 void drain_finish(void);
 

@@ -237,6 +237,8 @@ def len_expr(f, p):
 
 def req_kind(f):
     name = f.name
+    if name in ("Issend", "Ssend_init"):
+        return "mpi_req_kind(VH_SEND | VH_SYNC, dest)"
     if f.kind in ("isend",) or (f.kind == "persistent" and "send" in name.lower()):
         return "mpi_req_kind(VH_SEND, dest)"
     if f.kind in ("irecv",) or (f.kind == "persistent" and name == "Recv_init"):

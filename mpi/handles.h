@@ -64,6 +64,8 @@ enum vh_flags {
 	VH_REPOST = 1u << 10,	 /* a receive cancelled at a checkpoint */
 	VH_FORTRAN = 1u << 11,	 /* posted through the Fortran bindings */
 	VH_GREQ = 1u << 12,	 /* a generalized request: the program completes it */
+	VH_SYNC = 1u << 13,	 /* a synchronous send (sync_sends.h) */
+	VH_COUNTED = 1u << 14,	 /* ... numbered in its stream */
 };
 
 struct mpi_record;

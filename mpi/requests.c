@@ -4,9 +4,12 @@
 
 #include "runtime.h"
 #include "collective_counts.h"
+#include "drain.h"
 #include "log.h"
 #include "requests.h"
+#include "requests_int.h"
 #include "session.h"
+#include "sync_sends.h"
 #include "traffic.h"
 
 static int64_t pending, matched, collectives;
@@ -36,7 +39,7 @@ static void pending_add(int64_t n)
 
 /* --- the state kept per request ------------------------------------------------ */
 
-static struct req_info *info_new(MPI_Comm comm, int peer)
+struct req_info *req_info_new(MPI_Comm comm, int peer)
 {
 	struct req_info *ri = calloc(1, sizeof(*ri));
 
@@ -71,6 +74,9 @@ static void release(void *v)
 
 	if (!e)
 		return;
+	sync_sends_forget(e);
+	if (e->aux)
+		free(((struct req_info *)e->aux)->held);
 	free(e->aux);
 	e->aux = NULL;
 	vh_release(VH_REQUEST, v);
@@ -83,7 +89,7 @@ MPI_Request mpi_req_new(MPI_Request real, uint32_t kind, MPI_Comm comm, int peer
 
 	if (real == MPI_REQUEST_NULL)
 		return real;
-	ri = info_new(comm, peer);
+	ri = req_info_new(comm, peer);
 	if (ri && (kind & VH_COLL))
 		ri->coll = collective_counts_of(comm); /* entered at coord_icollective() */
 	v = mint(real, kind | VH_ACTIVE, NULL, ri);
@@ -109,7 +115,7 @@ static MPI_Request recv_new(MPI_Request real, void *buf, int count, MPI_Datatype
 
 	if (real == MPI_REQUEST_NULL)
 		return real;
-	ri = info_new(comm, source);
+	ri = req_info_new(comm, source);
 	if (ri) {
 		ri->buf = buf;
 		ri->count = count;
@@ -146,6 +152,22 @@ MPI_Fint mpi_req_recv_f(MPI_Fint real_f, void *buf, int count, MPI_Fint ftype, i
 	return vh_keep_real_f(VH_REQUEST, v, real_f);
 }
 
+/* Every persistent call is recorded as (call, buf, count, datatype, peer,
+ * tag, communicator): mpi_record_<Send_init ...>. */
+static int recorded_tag(const struct mpi_record *rec)
+{
+	struct rec_reader r = recread_open(rec->data, rec->len);
+	int tag;
+
+	recread_int(&r);
+	recread_u64(&r);
+	recread_int(&r);
+	recread_handle(&r, VH_TYPE);
+	recread_int(&r);
+	tag = recread_int(&r);
+	return r.bad ? MPI_ANY_TAG : tag;
+}
+
 MPI_Request mpi_req_persistent(MPI_Request real, uint32_t kind, MPI_Comm comm, int peer,
 			       struct rec_builder *b, const char *call)
 {
@@ -160,11 +182,12 @@ MPI_Request mpi_req_persistent(MPI_Request real, uint32_t kind, MPI_Comm comm, i
 		session_unsupported(call);
 		return real;
 	}
-	v = mint(real, kind | VH_PERSISTENT, rec, info_new(comm, peer));
+	v = mint(real, kind | VH_PERSISTENT, rec, req_info_new(comm, peer));
 	if (!v) {
 		rec_discard(rec);
 		return real;
 	}
+	((struct req_info *)vh_entry(VH_REQUEST, v)->aux)->tag = recorded_tag(rec);
 	rec_attach(rec, v);
 	return v;
 }
@@ -223,14 +246,18 @@ static bool settle(void *v, bool real_is_null, bool done, MPI_Status *st)
 		if (!done)
 			return false;
 		give_status(e, st);
-		if (e->flags & VH_PERSISTENT)
+		if (e->flags & VH_PERSISTENT) {
+			sync_sends_forget(e);
 			return false;
+		}
 		release(v);
 		return true;
 	}
 	if (e->flags & VH_PERSISTENT) {
-		if (done)
+		if (done) {
 			finished(e);
+			sync_sends_forget(e);
+		}
 		return false;
 	}
 	if (!real_is_null)
@@ -337,14 +364,48 @@ void mpi_req_started(MPI_Request v)
 		ri->posted = ++post_seq;
 	__atomic_or_fetch(&e->flags, VH_ACTIVE, __ATOMIC_RELAXED);
 	pending_add(1);
-	if ((e->flags & VH_SEND) && ri)
+	if ((e->flags & VH_SEND) && ri) {
 		traffic_sent(ri->comm, ri->peer);
+		if (e->flags & VH_SYNC)
+			sync_sends_started(v, ri->comm, ri->peer, ri->tag);
+		else
+			sync_sends_note(ri->comm, ri->peer, ri->tag);
+	}
 }
 
 void mpi_req_started_f(MPI_Fint v)
 {
 	if (vh_is_virtual_f(v))
 		mpi_req_started(vh_f2c(VH_REQUEST, v));
+}
+
+/* A synchronous send drained and sent again that the program frees before
+ * it completes: its message and request go to the drain, which keeps the
+ * message until MPI is done with it. */
+static void held_to_drain(struct vh_entry *e)
+{
+	struct req_info *ri = e->aux;
+
+	if (!ri || !ri->held)
+		return;
+	if (e->flags & VH_ACTIVE)
+		drain_keep(e->real, ri->held);
+	else
+		free(ri->held);
+	ri->held = NULL;
+}
+
+void mpi_req_hold(struct vh_entry *e, MPI_Request real, void *buf)
+{
+	struct req_info *ri = e->aux;
+
+	ri->held = buf;
+	e->real = real;
+	e->real_f = VH_NO_FINT;
+	__atomic_and_fetch(&e->flags, ~(uint32_t)VH_DONE, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&done_requests, 1, __ATOMIC_RELAXED);
+	__atomic_or_fetch(&e->flags, VH_ACTIVE, __ATOMIC_RELAXED);
+	pending_add(1);
 }
 
 /* An active request the program frees runs on inside MPI: its receive
@@ -355,8 +416,10 @@ static void freed(void *v)
 
 	if (!e)
 		return;
+	held_to_drain(e);
 	finished(e);
 	if (e->flags & VH_PERSISTENT) {
+		sync_sends_forget(e);
 		free(e->aux);
 		e->aux = NULL;
 		rec_object_freed(VH_REQUEST, v);
@@ -636,164 +699,12 @@ int mpi_req_repost(void)
 	return c.ret;
 }
 
-/* --- carried across a restart ------------------------------------------------------ */
-
-int mpi_req_replayed(struct mpi_record *rec, MPI_Request v)
+void req_count_loaded(uint32_t flags, uint64_t posted)
 {
-	/* Every persistent call is recorded as (call, buf, count, datatype,
-	 * peer, tag, communicator): mpi_record_<Send_init ...> */
-	struct rec_reader r = recread_open(rec->data, rec->len);
-	struct vh_entry *e = vh_entry(VH_REQUEST, v);
-	struct req_info *ri;
-	void *comm;
-	int peer;
-
-	recread_int(&r);
-	recread_u64(&r);
-	recread_int(&r);
-	recread_handle(&r, VH_TYPE);
-	peer = recread_int(&r);
-	recread_int(&r);
-	comm = recread_handle(&r, VH_COMM);
-	recread_done(&r);
-	if (r.bad || !e)
-		return -EBADMSG;
-	ri = info_new(vh_lookup_real(VH_COMM, comm) ?: comm, peer);
-	if (!ri)
-		return -ENOMEM;
-	e->aux = ri;
-	return 0;
-}
-
-/* Non-persistent receives to post again, and requests completed early
- * (their status), are not in the records: they go in the MPI state. */
-struct save_ctx {
-	struct rec_builder *b;
-	int n;
-};
-
-/* A completed request gives back only its status: the communicator or
- * datatype it used may have been freed by the program since (MPI allows
- * it while the request is pending), and is not needed then. */
-static void *needed(const struct vh_entry *e, enum vh_kind k, void *v, void *null)
-{
-	const struct vh_entry *o = vh_entry(k, v);
-
-	if ((e->flags & VH_DONE) && vh_is_virtual(k, v) && !(o && o->rec))
-		return null;
-	return v;
-}
-
-static int save_one(enum vh_kind k, uint32_t index, struct vh_entry *e, void *arg)
-{
-	struct save_ctx *c = arg;
-	struct req_info *ri = e->aux;
-
-	(void)k;
-	if (!ri || !(e->flags & (VH_REPOST | VH_DONE | VH_GREQ)))
-		return 0;
-	recbuf_int(c->b, (int)index);
-	recbuf_int(c->b, (int)e->flags);
-	recbuf_u64(c->b, (uintptr_t)ri->buf);
-	recbuf_int(c->b, ri->count);
-	recbuf_int(c->b, ri->peer);
-	recbuf_int(c->b, ri->tag);
-	recbuf_handle(c->b, VH_TYPE, needed(e, VH_TYPE, ri->type, MPI_DATATYPE_NULL));
-	recbuf_handle(c->b, VH_COMM, needed(e, VH_COMM, ri->comm, MPI_COMM_NULL));
-	recbuf_int(c->b, ri->ftype);
-	recbuf_int(c->b, ri->fcomm);
-	recbuf_u64(c->b, ri->posted);
-	recbuf_put(c->b, &ri->status, sizeof(ri->status));
-	if (e->flags & VH_GREQ) {
-		for (int i = 0; i < 3; i++)
-			recbuf_u64(c->b, (uintptr_t)ri->greq_fn[i]);
-		recbuf_u64(c->b, (uint64_t)ri->greq_extra);
-		recbuf_int(c->b, ri->greq_completed);
-	}
-	c->n++;
-	return 0;
-}
-
-int mpi_req_save(struct rec_builder *b)
-{
-	struct rec_builder body = {0};
-	struct save_ctx c = {&body, 0};
-
-	vh_walk(VH_REQUEST, save_one, &c);
-	recbuf_int(b, c.n);
-	recbuf_put(b, body.data, body.len);
-	free(body.data);
-	free(body.parents);
-	b->orphan |= body.orphan;
-	return body.orphan ? -EBADSLT : body.failed || b->failed ? -ENOMEM : 0;
-}
-
-int mpi_req_load(struct rec_reader *r)
-{
-	int n = recread_int(r);
-
-	for (int i = 0; i < n && !r->bad; i++) {
-		uint32_t index = (uint32_t)recread_int(r), flags = (uint32_t)recread_int(r);
-		struct req_info *ri = calloc(1, sizeof(*ri));
-		void *type, *comm;
-
-		if (!ri)
-			return -ENOMEM;
-		ri->buf = (void *)(uintptr_t)recread_u64(r);
-		ri->count = recread_int(r);
-		ri->peer = recread_int(r);
-		ri->tag = recread_int(r);
-		/* Handles are kept as the program's: look the virtual ones up. */
-		type = recread_handle(r, VH_TYPE);
-		comm = recread_handle(r, VH_COMM);
-		ri->type = vh_lookup_real(VH_TYPE, type) ?: type;
-		ri->comm = vh_lookup_real(VH_COMM, comm) ?: comm;
-		ri->ftype = recread_int(r);
-		ri->fcomm = recread_int(r);
-		ri->posted = recread_u64(r);
-		if (ri->posted > post_seq)
-			post_seq = ri->posted;
-		recread_get(r, &ri->status, sizeof(ri->status));
-		if (flags & VH_GREQ) {
-			for (int k = 0; k < 3; k++)
-				ri->greq_fn[k] = (void *)(uintptr_t)recread_u64(r);
-			ri->greq_extra = (MPI_Aint)recread_u64(r);
-			ri->greq_completed = recread_int(r);
-		}
-		if ((flags & VH_GREQ) && !(flags & VH_DONE)) {
-			/* Started again: MPI's is gone with the old process. */
-			MPI_Request real = MPI_REQUEST_NULL;
-			MPI_Fint real_f = VH_NO_FINT;
-
-			if (r->bad || grequest_start_again(ri, flags & VH_FORTRAN, &real, &real_f) ||
-			    vh_bind(VH_REQUEST, index, real, flags, NULL)) {
-				free(ri);
-				return -EBADMSG;
-			}
-			vh_entry_at(VH_REQUEST, index)->aux = ri;
-			vh_entry_at(VH_REQUEST, index)->real_f = real_f;
-		} else if (flags & VH_PERSISTENT) {
-			/* Made again by the replay: it takes the state it had. */
-			struct vh_entry *e = vh_entry_at(VH_REQUEST, index);
-
-			if (r->bad || !e || !e->aux) {
-				free(ri);
-				return -EBADMSG;
-			}
-			((struct req_info *)e->aux)->status = ri->status;
-			((struct req_info *)e->aux)->posted = ri->posted;
-			free(ri);
-			e->flags = flags | VH_LIVE;
-		} else if (r->bad || vh_bind(VH_REQUEST, index, MPI_REQUEST_NULL, flags, NULL)) {
-			free(ri);
-			return -EBADMSG;
-		} else {
-			vh_entry_at(VH_REQUEST, index)->aux = ri;
-		}
-		if (flags & VH_ACTIVE)
-			pending_add(1);
-		if (flags & VH_DONE)
-			__atomic_add_fetch(&done_requests, 1, __ATOMIC_RELAXED);
-	}
-	return r->bad ? -EBADMSG : 0;
+	if (posted > post_seq)
+		post_seq = posted;
+	if (flags & VH_ACTIVE)
+		pending_add(1);
+	if (flags & VH_DONE)
+		__atomic_add_fetch(&done_requests, 1, __ATOMIC_RELAXED);
 }

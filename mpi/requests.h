@@ -41,6 +41,11 @@ struct req_info {
 	void *greq_fn[3];
 	MPI_Aint greq_extra;
 	bool greq_completed;
+	/* a synchronous send (VH_SYNC): its stream's communicator and its
+	 * number in the stream (sync_sends.h); held: the buffer of its
+	 * message drained and sent again, freed with the request */
+	uint64_t sync_gid, sync_pos;
+	void *held;
 };
 
 /* kind: VH_SEND, VH_RECV or 0, with VH_NOPEER for MPI_PROC_NULL. */
@@ -94,6 +99,11 @@ void mpi_req_started_f(MPI_Fint v);
 /* MPI_Request_free of *app succeeded. */
 void mpi_req_freed(MPI_Request *app);
 void mpi_req_freed_f(MPI_Fint *app);
+
+/* The program's synchronous send e, completed by a checkpoint's drain
+ * (VH_DONE), was drained: it is in progress again, as real, the message
+ * sent again from buf (sync_sends.h). */
+void mpi_req_hold(struct vh_entry *e, MPI_Request real, void *buf);
 
 /* MPI_Mprobe matched a message: pending until MPI_Mrecv takes it. */
 void mpi_message_matched(MPI_Message m);

@@ -9,6 +9,7 @@
 #include "collective_counts.h"
 #include "comms.h"
 #include "drain.h"
+#include "sync_sends.h"
 #include "errclasses.h"
 #include "tool.h"
 #include "tool_vars.h"
@@ -113,7 +114,7 @@ int mpi_section_save(void **data, size_t *len, struct why *why)
 	recbuf_put(&b, snap.data, snap.len);
 	errclasses_save(&b);
 	tool_save(&b);
-	if (mpi_req_save(&b) || drain_save(&b) || b.failed || snap.failed) {
+	if (mpi_req_save(&b) || drain_save(&b) || sync_sends_save(&b) || b.failed || snap.failed) {
 		ret = b.orphan || snap.orphan
 			  ? why_set(why, -EBADSLT,
 				    "a pending MPI request or object names an object the program "
@@ -366,6 +367,8 @@ int mpi_section_replay(const void *data, size_t len, struct why *why)
 		ret = mpi_req_load(&r);
 		if (!ret)
 			ret = drain_load(&r);
+		if (!ret)
+			ret = sync_sends_load(&r);
 		if (ret)
 			why_set(why, ret,
 				"cannot read the requests and messages of the "

@@ -48,6 +48,7 @@ cr_default_args() {
 	blacs) echo "1024 4000" ;;
 	pchol) echo "96 400" ;;
 	mprobe) echo "16 200000" ;;
+	nbc) echo "4096 20000" ;;
 	wtime) echo "4096 4000" ;;
 	mpi1) echo "4096 40000" ;;
 	f08solve) echo "96 28000" ;;
