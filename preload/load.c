@@ -5,6 +5,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -26,10 +27,27 @@
 #include STASIS_MPI_FAMILY_H
 
 /* The launcher, shells and tools the wrappers start get LD_PRELOAD too;
- * only a process that is an MPI rank has one of these. */
+ * only a process that is an MPI rank has one of these. A process a rank
+ * starts (the shell of system(), a tool it runs) has the rank's
+ * environment, those included: each rank names itself in STASIS_RANK_PID,
+ * which such children inherit, and they stay out (a re-executed rank keeps
+ * its pid). Without it, every shell of a system() took itself for a rank,
+ * reserved an arena and said its dup2() switched checkpoints off. */
 static bool is_mpi_rank(void)
 {
+	const char *rank_pid = getenv("STASIS_RANK_PID");
+
+	if (rank_pid && strtol(rank_pid, NULL, 10) != (long)getpid())
+		return false;
 	return getenv("OMPI_COMM_WORLD_RANK") || getenv("PMIX_RANK") || getenv("PMI_RANK");
+}
+
+static void name_rank(void)
+{
+	char pid[24];
+
+	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+	setenv("STASIS_RANK_PID", pid, 1);
 }
 
 /* A re-executed rank's name: exec through /proc/self/exe names it "exe",
@@ -123,6 +141,7 @@ static void load(void)
 
 	if (!is_mpi_rank())
 		return;
+	name_rank();
 	refuse_foreign_mpi();
 	stasis_active = true;
 	ensure_fixed_layout();

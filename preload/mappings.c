@@ -379,5 +379,9 @@ EXPORT pid_t fork(void)
 	if (stasis_active && maps_before_fork() > 0)
 		session_unsupported("fork() of a program with anonymous MAP_SHARED mappings");
 	REAL(fork);
-	return real();
+	pid_t pid = real();
+
+	if (pid == 0)
+		stasis_forked = true;
+	return pid;
 }

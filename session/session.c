@@ -33,7 +33,7 @@ void session_unsupported(const char *feature)
 		return;
 	blocked_by = feature;
 	session.blocked_by = feature;
-	if (stasis_active)
+	if (stasis_active && !stasis_forked)
 		pr_warn("%s: the program uses state stasis cannot restore yet; checkpoints are "
 			"skipped from now on, the run goes on",
 			feature);

@@ -6,6 +6,7 @@
 #include "runtime.h"
 
 bool stasis_active;
+bool stasis_forked;
 __thread int stasis_depth;
 static __thread signed char main_thread = -1;
 

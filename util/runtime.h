@@ -9,6 +9,10 @@
 
 /* True in an MPI rank started under stasis (decided when the library loads). */
 extern bool stasis_active;
+/* True in a process a rank made with fork(): no rank, whatever it inherited.
+ * What it does (a child's dup2() before its exec) is not the rank's state,
+ * and stasis says nothing of it. */
+extern bool stasis_forked;
 /* > 0 while the thread is inside a stasis MPI wrapper (or stasis itself):
  * allocations made then belong to the runtime. */
 extern __thread int stasis_depth;
