@@ -7,6 +7,7 @@
 
 #include "collective_counts.h"
 #include "drain.h"
+#include "fds.h"
 #include "windows.h"
 #include "log.h"
 #include "requests.h"
@@ -399,16 +400,41 @@ static void say_drained(struct session *s, uint64_t id)
 			(unsigned long long)id, (unsigned long long)all);
 }
 
+/* A pipe to another process open on any rank (popen): no checkpoint
+ * now (fds_child_pipes), said the first time by the ranks that have one.
+ * Collective. */
+static int child_pipes_closed(struct session *s)
+{
+	static bool said;
+	const char *command;
+	int mine = fds_child_pipes(&command) > 0, any = mine;
+
+	PMPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_LOR, s->comm);
+	if (!any)
+		return 0;
+	if (mine && !said)
+		pr_warn("checkpoint skipped: a pipe to another process is open (popen() of "
+			"\"%s\"); checkpoints wait while one is open, and resume once the "
+			"program closes it",
+			command);
+	said |= mine;
+	nothing_drained = true; /* on every rank: none drains */
+	return -EBUSY;
+}
+
 bool drain_and_checkpoint(struct session *s, coord_take_fn take)
 {
 	double t0 = now();
 	int ret, ok;
 
-	mpi_req_progress(0);
-	ret = drain_messages(s);
-	ok = !ret;
-	PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, s->comm);
-	ret = ok ? senders_can_resend(s) : -EIO;
+	ret = child_pipes_closed(s); /* agreed: every rank goes on, or none */
+	if (!ret) {
+		mpi_req_progress(0);
+		ret = drain_messages(s);
+		ok = !ret;
+		PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, s->comm);
+		ret = ok ? senders_can_resend(s) : -EIO;
+	}
 	if (!ret) {
 		finish_sends();
 		ok = mpi_req_cancel_receives() == 0;

@@ -303,14 +303,23 @@ EXPORT int fcloseall(void)
 	return ret;
 }
 
+/* A checkpoint waits while the pipe is open (fds_child_pipes). */
 EXPORT FILE *popen(const char *command, const char *type)
 {
 	REAL(popen);
 	FILE *fp = real(command, type);
 
 	if (fp && for_application_fds(CALLER))
-		fds_refuse("popen() (a pipe to another process)");
+		fds_child_pipe(+1, command);
 	return fp;
+}
+
+EXPORT int pclose(FILE *fp)
+{
+	REAL(pclose);
+	if (fp && for_application_fds(CALLER))
+		fds_child_pipe(-1, NULL);
+	return real(fp);
 }
 
 /* --- directories and temporary files ------------------------------------------ */

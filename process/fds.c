@@ -103,6 +103,26 @@ void fds_refuse(const char *fmt, ...)
 	session_unsupported(what);
 }
 
+static int child_pipes;
+static char child_command[256];
+
+void fds_child_pipe(int delta, const char *command)
+{
+	FDS_LOCKED();
+	child_pipes += delta;
+	if (child_pipes < 0)
+		child_pipes = 0;
+	if (command)
+		snprintf(child_command, sizeof(child_command), "%s", command);
+}
+
+int fds_child_pipes(const char **command)
+{
+	if (command)
+		*command = child_command;
+	return __atomic_load_n(&child_pipes, __ATOMIC_RELAXED);
+}
+
 int fds_init(void)
 {
 	struct rlimit rl;

@@ -115,6 +115,14 @@ void fds_stream_positioned(FILE *fp);
 bool fds_written_size(uint64_t dev, uint64_t ino, uint64_t size_now, uint64_t *size, uint64_t *id,
 		      int fd, const char *path);
 
+/* Pipes to other processes the program has open (popen): while one is,
+ * no checkpoint is taken, as the process at its other end is not the
+ * program's to restore; once closed, nothing of it is left. delta +1 with
+ * the command at popen(), -1 at pclose(). Returns how many are open and
+ * the command of the newest one. */
+void fds_child_pipe(int delta, const char *command);
+int fds_child_pipes(const char **command);
+
 /* Refuse, once, state the program made that stasis cannot restore
  * (session_unsupported with a formatted name). */
 void fds_refuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -49,6 +49,8 @@ cr_default_args() {
 	pchol) echo "96 400" ;;
 	mprobe) echo "16 200000" ;;
 	nbc) echo "4096 20000" ;;
+	anyof) echo "512 20000" ;;
+	children) echo "4096 400" ;;
 	wtime) echo "4096 4000" ;;
 	mpi1) echo "4096 40000" ;;
 	f08solve) echo "96 28000" ;;
