@@ -46,7 +46,8 @@ static void name_rank(void)
 {
 	char pid[24];
 
-	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+	stasis_pid = getpid();
+	snprintf(pid, sizeof(pid), "%ld", (long)stasis_pid);
 	setenv("STASIS_RANK_PID", pid, 1);
 }
 

@@ -63,7 +63,8 @@
 /* Any thread: protections and advice are the program's whoever calls. */
 static inline bool from_program(uintptr_t caller)
 {
-	return __builtin_expect(stasis_active, 0) && regions_app_code(caller);
+	return __builtin_expect(stasis_active, 0) && regions_app_code(caller) &&
+	       !stasis_in_vfork_child();
 }
 
 static bool in_arena(const void *addr, size_t len)
@@ -372,6 +373,19 @@ EXPORT int prctl(int option, ...)
 			session_unsupported("prctl(PR_SET_MDWE)");
 	}
 	return syscall(SYS_prctl, option, a[0], a[1], a[2], a[3]);
+}
+
+/* Called by vfork() (vfork.S) before it jumps to libc's: marks the
+ * calling thread (runtime.h) and gives libc's function. */
+void *stasis_vfork_prepare(void)
+{
+	static void *real;
+
+	if (!real)
+		real = stasis_next_symbol("vfork");
+	if (stasis_active)
+		stasis_vfork_tid = (int)syscall(SYS_gettid);
+	return real;
 }
 
 EXPORT pid_t fork(void)

@@ -267,7 +267,7 @@ int sigstate_sigaction(int sig, const struct sigaction *act, struct sigaction *o
 	int ret;
 
 	find_real();
-	if (!stasis_active || sig < 1 || sig >= NSIGS)
+	if (!stasis_active || sig < 1 || sig >= NSIGS || stasis_in_vfork_child())
 		return real_sigaction(sig, act, old);
 	owner = stasis_depth == 0 && regions_app_code(caller) ? PROGRAM : RUNTIME;
 	lock(&mask);

@@ -7,6 +7,8 @@
 
 bool stasis_active;
 bool stasis_forked;
+int stasis_pid;
+volatile int stasis_vfork_tid;
 __thread int stasis_depth;
 static __thread signed char main_thread = -1;
 
@@ -24,4 +26,18 @@ void *stasis_next_symbol(const char *name)
 	if (!p)
 		pr_err("cannot find the real %s: %s", name, dlerror());
 	return p;
+}
+
+bool stasis_vfork_child_slow(void)
+{
+	int tid;
+
+	if (getpid() != stasis_pid)
+		return true;
+	tid = (int)syscall(SYS_gettid);
+	/* The thread that called vfork() runs again: its child is gone. */
+	if (tid == stasis_vfork_tid)
+		__atomic_compare_exchange_n(&stasis_vfork_tid, &tid, 0, false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+	return false;
 }

@@ -2,7 +2,9 @@
 writes one: a diffusion on a numpy grid split into rows across the ranks,
 halos exchanged with Sendrecv, a sum reduced every step, matrix products
 (BLAS), a random generator's state, a dict and a Decimal growing as it
-goes. mpi4py asks
+goes, and now and then a shell run through subprocess (CPython makes its
+children with vfork(): they run in the rank's memory until they exec).
+mpi4py asks
 for its default thread level (MPI_THREAD_MULTIPLE) and loads the MPI
 library on import; json and decimal (extension modules of their own) are
 imported after MPI_Init.
@@ -11,6 +13,7 @@ imported after MPI_Init.
 
 Output (rank 0, stdout, at the end): one line with every rank's digest.
 """
+import subprocess
 import sys
 import zlib
 
@@ -44,6 +47,10 @@ def main():
         hist[key] = hist.get(key, 0) + int(abs(s) * 1000) % 1009
         if it % 50 == 0:
             hist["w%d" % it] = round(float(np.linalg.norm(u)), 9)
+        if it % 25 == 0:
+            out = subprocess.run(["sh", "-c", "echo %d $((%d * 3))" % (it, rank)],
+                                 capture_output=True, text=True, check=True).stdout
+            hist["s%d" % it] = out.strip()
         if it % 10 == 0:
             # A matrix product: BLAS's, on its threads if it has any.
             hist["m%d" % it] = round(float((u @ u.T).trace()), 6)
