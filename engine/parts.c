@@ -16,6 +16,7 @@
 #include "section.h"
 #include "threads.h"
 #include "windows.h"
+#include "workdir.h"
 
 /* The only place the order is written; each position has its reason
  * (session/part.h describes the stages). */
@@ -30,6 +31,7 @@ static const struct part_ops *const parts[] = {
     &mappings_part,  /* checked after the libraries are back: they are among the mappings */
     &callstack_part, /* saved only, for stasis-inspect */
     &procname_part,  /* restart only: /proc's command line, once the stack is back */
+    &workdir_part,   /* checked with the files; entered once the memory is back */
     &exits_part,     /* registered again last, once everything they may touch is back */
 };
 #define NPARTS ((int)(sizeof(parts) / sizeof(parts[0])))

@@ -73,10 +73,11 @@ enum section_kind {
 	SECTION_TIMERS = 12,	/* POSIX timers (timer_create): struct timers_record */
 	SECTION_EXITS = 13,	/* exit handlers registered after MPI_Init: struct exits_record */
 	SECTION_SHARED_WINDOWS = 14, /* this rank's parts of shared windows: struct shwin_record */
+	SECTION_WORKDIR = 15,	/* working directory and umask: struct workdir_record */
 };
 
 #define SECTION_FIRST SECTION_MPI
-#define SECTION_LAST SECTION_SHARED_WINDOWS
+#define SECTION_LAST SECTION_WORKDIR
 
 enum region_flags {
 	REGION_PARTIAL = 1u << 0, /* incremental: bitmap + dirty pages only */
@@ -238,6 +239,17 @@ struct exits_record {
 	char magic[8]; /* STASIS_EXITS_MAGIC */
 	uint32_t record_size; /* sizeof(struct exit_record) */
 	uint32_t nexits;
+};
+
+/* SECTION_WORKDIR: the process's working directory and file mode creation
+ * mask (process/workdir.h): a struct workdir_record, then path_len bytes of
+ * the absolute path, NUL included. */
+#define STASIS_WORKDIR_MAGIC "STASISWD"
+
+struct workdir_record {
+	char magic[8]; /* STASIS_WORKDIR_MAGIC */
+	uint32_t umask;
+	uint32_t path_len;
 };
 
 /* SECTION_SHARED_WINDOWS: this rank's parts of the shared-memory windows

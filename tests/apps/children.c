@@ -5,7 +5,9 @@
  * shell, waited for with waitpid(). Nothing of them is left once they
  * ended: checkpoints wait while a pipe to one is open, and go on after.
  * The children (shells with the rank's environment) are no ranks: they
- * must not take themselves for one.
+ * must not take themselves for one. At its first step the program moves into a
+ * directory of its own and sets its umask, as codes do for their output:
+ * a restart must put both back (its relative paths lead there).
  *
  *   children [N [ITERS]]     N: doubles per rank
  *
@@ -17,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,6 +79,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		v[i] = rank + i * 1e-3;
 	for (int it = 0; it < iters; it++) {
+		if (it == 0 && (chdir(dir) || umask(027) != 022))
+			fail("chdir");
 		for (int r = 0; r < 50; r++)
 			for (int i = 0; i < n; i++)
 				v[i] = v[i] * 0.999 + 1e-3 * ((i + it + r) % 5);
@@ -83,7 +89,7 @@ int main(int argc, char **argv)
 		if (it % 10 == 0) {
 			FILE *p;
 
-			snprintf(path, sizeof(path), "%s/step", dir);
+			snprintf(path, sizeof(path), "step");
 			snprintf(cmd, sizeof(cmd), "echo %d %d > %s", it, rank, path);
 			if (system(cmd))
 				fail("system");
@@ -107,10 +113,22 @@ int main(int argc, char **argv)
 		}
 		MPI_Allreduce(&sum, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 	}
+	/* Where the program is, and the mode its files get. */
+	char cwd[sizeof(dir) + 1];
+	struct stat st;
+	int fd = open("mode", O_CREAT | O_WRONLY | O_TRUNC, 0666);
+
+	if (fd < 0 || fstat(fd, &st))
+		fail("mode");
+	close(fd);
+	h = hash_mix(h, (getcwd(cwd, sizeof(cwd)) && !strcmp(cwd, dir)) ? "here" : "lost", 4);
+	h = hash_mix(h, &(unsigned){st.st_mode & 0777}, sizeof(unsigned));
 	MPI_Reduce(&h, &all, 1, MPI_UINT64_T, MPI_BXOR, 0, MPI_COMM_WORLD);
 	if (rank == 0)
-		printf("children n=%d iters=%d ranks=%d sum %.6f hash %016llx\n", n, iters, size, total,
-		       (unsigned long long)all);
+		printf("children n=%d iters=%d ranks=%d sum %.6f hash %016llx mode %o\n", n, iters,
+		       size, total, (unsigned long long)all, (unsigned)(st.st_mode & 0777));
+	if (chdir("/"))
+		fail("chdir /");
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd))
 		fail("rm");
