@@ -24,6 +24,7 @@
 #include "section.h"
 #include "tracking.h"
 #include "unseen.h"
+#include "stdin_relay.h"
 
 /* The restore overwrites the main stack, where argv and environ live: the
  * runtime must only ever see copies (DESIGN.md section 2). */
@@ -242,6 +243,7 @@ void engine_after_init(int required, int provided)
 				s->store.dir, s->job, (unsigned long long)s->next_id - 1,
 				(unsigned long long)s->next_id);
 	}
+	stdin_relay_install(s->cfg.restart);
 	s->enabled = true;
 	session_publish(true);
 	{

@@ -74,10 +74,11 @@ enum section_kind {
 	SECTION_EXITS = 13,	/* exit handlers registered after MPI_Init: struct exits_record */
 	SECTION_SHARED_WINDOWS = 14, /* this rank's parts of shared windows: struct shwin_record */
 	SECTION_WORKDIR = 15,	/* working directory and umask: struct workdir_record */
+	SECTION_STDIN = 16,	/* what the program read of its standard input: struct stdin_record */
 };
 
 #define SECTION_FIRST SECTION_MPI
-#define SECTION_LAST SECTION_WORKDIR
+#define SECTION_LAST SECTION_STDIN
 
 enum region_flags {
 	REGION_PARTIAL = 1u << 0, /* incremental: bitmap + dirty pages only */
@@ -250,6 +251,24 @@ struct workdir_record {
 	char magic[8]; /* STASIS_WORKDIR_MAGIC */
 	uint32_t umask;
 	uint32_t path_len;
+};
+
+/* SECTION_STDIN: how much of its standard input (a pipe: the launcher's
+ * forwarding) the program had read (process/stdin_relay.h), and enough of
+ * those bytes to recognise the same input at a restart: the crc64 of the
+ * first head_len of them and the last tail_len themselves. */
+#define STASIS_STDIN_MAGIC "STASISIN"
+#define STDIN_HEAD 65536
+#define STDIN_TAIL 4096
+
+struct stdin_record {
+	char magic[8]; /* STASIS_STDIN_MAGIC */
+	uint64_t consumed;
+	uint64_t head_crc;
+	uint32_t head_len, tail_len;
+	uint32_t eof; /* the whole input had been read: nothing more comes */
+	uint32_t reserved;
+	unsigned char tail[STDIN_TAIL];
 };
 
 /* SECTION_SHARED_WINDOWS: this rank's parts of the shared-memory windows

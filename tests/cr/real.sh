@@ -1,9 +1,13 @@
 #!/bin/bash
-# real.sh lammps|pw|meep|cp2k|openfoam: a real MPI program from Debian's packages, written by
+# real.sh lammps|pw|meep|cp2k|openfoam [stdin]: a real MPI program from Debian's packages, written by
 # nobody here, killed after two checkpoints and restarted; what it printed
 # must be what an uninterrupted run prints:
 #   lammps  LAMMPS (C++), the melt example with a longer run, 2 ranks: its
-#           thermo table
+#           thermo table. With stdin, its script comes on standard input
+#           (lmp < in.melt, every run and the restart given the same file),
+#           with a second run after the first: LAMMPS reads its commands
+#           as it goes, and the restart must go on from the command after
+#           the run it was in, not from the script's start
 #   pw      Quantum ESPRESSO's pw.x (Fortran; splits its communicators
 #           through the Fortran bindings), a silicon SCF, 2 ranks: the
 #           energies and accuracies of its iterations
@@ -45,6 +49,14 @@ lammps)
 	size=2000
 	make_input() { sed -E "s/^run[[:space:]]+[0-9]+/run $1/" "$deck" >"$CR_TMP/in.melt"; }
 	args=(-in "$CR_TMP/in.melt" -log none)
+	if [[ ${2:-} == stdin ]]; then
+		make_input() {
+			sed -E "s/^run[[:space:]]+[0-9]+/run $1/" "$deck" >"$CR_TMP/in.melt"
+			printf 'thermo 10\nrun 100\n' >>"$CR_TMP/in.melt"
+		}
+		args=(-log none)
+		export CR_STDIN=$CR_TMP/in.melt
+	fi
 	;;
 pw)
 	exe=$(command -v pw.x || true)

@@ -197,7 +197,7 @@ cr_start() {
 	shift
 	: >"$CR_TMP/$name.out"
 	: >"$CR_TMP/$name.err"
-	setsid env CR_JOB="$CR_TMP/$name" "$@" </dev/null >"$CR_TMP/$name.out" 2>"$CR_TMP/$name.err" &
+	setsid env CR_JOB="$CR_TMP/$name" "$@" <"${CR_STDIN:-/dev/null}" >"$CR_TMP/$name.out" 2>"$CR_TMP/$name.err" &
 	CR_PID[$name]=$!
 	CR_JOBS+=("$name")
 	unset "CR_STATUS[$name]"
