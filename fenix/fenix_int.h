@@ -122,6 +122,9 @@ int fx_write_done(struct fx_group *g, int ts, struct why *why);
 int fx_list_done(int gid, int slot, int *ts, int max);
 /* Is the .dat of (gid, ts, slot) present and every crc right? */
 bool fx_dat_ok(int gid, int ts, int slot);
+/* Whether this slot's .dat of snapshot ts exists (a stasis-restart may
+ * roll the program back past files its killed run then pruned). */
+bool fx_dat_present(const struct fx_group *g, int ts);
 /* Merge member mid of (gid, ts, slot) into out/filled: elements not yet
  * filled get the stored value. *count: the member's stored count (may
  * grow out/filled via realloc-free check: returns -ERANGE if count >

@@ -71,6 +71,11 @@ int fx_async_finish(struct fx_group *g, int error_code)
 		return FENIX_SUCCESS;
 	fx_async_join(g);
 	g->async.pending = false;
+	/* After stasis-restart the memory may be from before the killed run
+	 * completed this istore and pruned its files: the staging copy, back
+	 * with the memory, writes them again. */
+	if (!g->async.ret && !fx_dat_present(g, g->async.ts))
+		g->async.ret = fx_write_dat(g, g->async.ts, &g->async.why);
 	if (fx_agree(g->comm, g->async.ret ? -1 : 0))
 		return fx_say_before_return(g->comm, g->async.ret != 0, error_code,
 					    "istore of group %d: %s", g->gid,

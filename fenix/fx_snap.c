@@ -67,23 +67,24 @@ static int write_file(const char *path, const struct iovec_part *parts, int n)
 	return fsutil_sync_parent(path);
 }
 
-/* The blocks of a mask: runs of stored elements. */
+/* The blocks of a mask (a byte per element, 0 or 1): runs of stored
+ * elements, found with memchr, which scans many bytes at a time (a byte
+ * loop cost 9% of a 64 MiB store). */
 static int mask_blocks(const unsigned char *mask, int count, int32_t *blk)
 {
+	const unsigned char *end = mask + count, *p = mask;
 	int n = 0;
-	for (int i = 0; i < count;) {
-		if (!mask[i]) {
-			i++;
-			continue;
-		}
-		int s = i;
-		while (i < count && mask[i])
-			i++;
+
+	while (p < end && (p = memchr(p, 1, (size_t)(end - p)))) {
+		const unsigned char *q = memchr(p, 0, (size_t)(end - p));
+
+		q = q ? q : end;
 		if (blk) {
-			blk[2 * n] = s;
-			blk[2 * n + 1] = i - 1;
+			blk[2 * n] = (int32_t)(p - mask);
+			blk[2 * n + 1] = (int32_t)(q - mask - 1);
 		}
 		n++;
+		p = q;
 	}
 	return n;
 }
@@ -207,6 +208,15 @@ int fx_list_done(int gid, int slot, int *ts, int max)
 	closedir(d);
 	qsort(ts, (size_t)n, sizeof(int), by_int);
 	return n;
+}
+
+bool fx_dat_present(const struct fx_group *g, int ts)
+{
+	char path[4400];
+	struct stat st;
+
+	fx_name(path, sizeof(path), g->gid, ts, g->rank, "dat");
+	return !stat(path, &st);
 }
 
 bool fx_dat_ok(int gid, int ts, int slot)
