@@ -40,20 +40,18 @@
  * thread's and the application's threads' calls (process/fds.h locks its
  * table for them). Nothing is set up here: before stasis is loaded
  * (stasis_active false) a call passes through. */
-static inline bool for_application(uintptr_t caller)
-{
-	if (__builtin_expect(!stasis_loaded, 0))
-		stasis_load_early(caller);
-	return __builtin_expect(stasis_active, 0) && stasis_depth == 0 &&
-	       (stasis_app_thread || stasis_on_main_thread()) && regions_app_code(caller) &&
-	       !stasis_in_vfork_child();
-}
-
 static inline bool for_application_fds(uintptr_t caller)
 {
 	return __builtin_expect(stasis_active, 0) && stasis_depth == 0 &&
 	       (stasis_app_thread || stasis_on_main_thread()) && regions_app_code(caller) &&
 	       !stasis_in_vfork_child();
+}
+
+static inline bool for_application(uintptr_t caller)
+{
+	if (__builtin_expect(!stasis_loaded, 0))
+		stasis_load_early(caller);
+	return for_application_fds(caller);
 }
 
 #endif

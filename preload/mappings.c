@@ -393,9 +393,5 @@ EXPORT pid_t fork(void)
 	if (stasis_active && maps_before_fork() > 0)
 		session_unsupported("fork() of a program with anonymous MAP_SHARED mappings");
 	REAL(fork);
-	pid_t pid = real();
-
-	if (pid == 0)
-		stasis_forked = true;
-	return pid;
+	return real();
 }

@@ -1,6 +1,7 @@
 #include <mpi.h>
 
 #include <errno.h>
+#include <unistd.h>
 
 #include "agree.h"
 #include "log.h"
@@ -33,7 +34,7 @@ void session_unsupported(const char *feature)
 		return;
 	blocked_by = feature;
 	session.blocked_by = feature;
-	if (stasis_active && !stasis_forked)
+	if (stasis_active && getpid() == stasis_pid)
 		pr_warn("%s: the program uses state stasis cannot restore yet; checkpoints are "
 			"skipped from now on, the run goes on",
 			feature);

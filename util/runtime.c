@@ -6,7 +6,6 @@
 #include "runtime.h"
 
 bool stasis_active;
-bool stasis_forked;
 int stasis_pid;
 volatile int stasis_vfork_tid;
 __thread int stasis_depth;

@@ -9,11 +9,10 @@
 
 /* True in an MPI rank started under stasis (decided when the library loads). */
 extern bool stasis_active;
-/* True in a process a rank made with fork(): no rank, whatever it inherited.
- * What it does (a child's dup2() before its exec) is not the rank's state,
- * and stasis says nothing of it. */
-extern bool stasis_forked;
-/* The rank's pid (0 in other processes), set when the library loads. */
+/* The rank's pid (0 in other processes), set when the library loads. A
+ * process a rank made with fork() has another: no rank, whatever it
+ * inherited; what it does (a child's dup2() before its exec) is not the
+ * rank's state, and stasis says nothing of it. */
 extern int stasis_pid;
 /* A vfork() child runs in the rank's memory until it execs (Python's
  * subprocess makes its children so): what it calls (dup2, close, signal)
