@@ -152,27 +152,13 @@ MPI_Fint mpi_req_recv_f(MPI_Fint real_f, void *buf, int count, MPI_Fint ftype, i
 	return vh_keep_real_f(VH_REQUEST, v, real_f);
 }
 
-/* Every persistent call is recorded as (call, buf, count, datatype, peer,
- * tag, communicator): mpi_record_<Send_init ...>. */
-static int recorded_tag(const struct mpi_record *rec)
-{
-	struct rec_reader r = recread_open(rec->data, rec->len);
-	int tag;
-
-	recread_int(&r);
-	recread_u64(&r);
-	recread_int(&r);
-	recread_handle(&r, VH_TYPE);
-	recread_int(&r);
-	tag = recread_int(&r);
-	return r.bad ? MPI_ANY_TAG : tag;
-}
-
 MPI_Request mpi_req_persistent(MPI_Request real, uint32_t kind, MPI_Comm comm, int peer,
 			       struct rec_builder *b, const char *call)
 {
 	struct mpi_record *rec = rec_make(VH_REQUEST, b, 0);
-	void *v;
+	struct req_info *ri;
+	int rec_peer, tag;
+	void *rec_comm, *v;
 
 	if (real == MPI_REQUEST_NULL) {
 		rec_discard(rec);
@@ -182,12 +168,17 @@ MPI_Request mpi_req_persistent(MPI_Request real, uint32_t kind, MPI_Comm comm, i
 		session_unsupported(call);
 		return real;
 	}
-	v = mint(real, kind | VH_PERSISTENT, rec, req_info_new(comm, peer));
+	/* Its tag numbers a synchronous send in its stream (sync_sends.h). */
+	if (req_recorded(rec, &rec_peer, &tag, &rec_comm))
+		tag = MPI_ANY_TAG;
+	ri = req_info_new(comm, peer);
+	if (ri)
+		ri->tag = tag;
+	v = mint(real, kind | VH_PERSISTENT, rec, ri);
 	if (!v) {
 		rec_discard(rec);
 		return real;
 	}
-	((struct req_info *)vh_entry(VH_REQUEST, v)->aux)->tag = recorded_tag(rec);
 	rec_attach(rec, v);
 	return v;
 }

@@ -8,25 +8,31 @@
 
 /* --- carried across a restart ------------------------------------------------------ */
 
-int mpi_req_replayed(struct mpi_record *rec, MPI_Request v)
+int req_recorded(const struct mpi_record *rec, int *peer, int *tag, void **comm)
 {
 	/* Every persistent call is recorded as (call, buf, count, datatype,
 	 * peer, tag, communicator): mpi_record_<Send_init ...> */
 	struct rec_reader r = recread_open(rec->data, rec->len);
-	struct vh_entry *e = vh_entry(VH_REQUEST, v);
-	struct req_info *ri;
-	void *comm;
-	int peer, tag;
 
 	recread_int(&r);
 	recread_u64(&r);
 	recread_int(&r);
 	recread_handle(&r, VH_TYPE);
-	peer = recread_int(&r);
-	tag = recread_int(&r);
-	comm = recread_handle(&r, VH_COMM);
+	*peer = recread_int(&r);
+	*tag = recread_int(&r);
+	*comm = recread_handle(&r, VH_COMM);
 	recread_done(&r);
-	if (r.bad || !e)
+	return r.bad ? -EBADMSG : 0;
+}
+
+int mpi_req_replayed(struct mpi_record *rec, MPI_Request v)
+{
+	struct vh_entry *e = vh_entry(VH_REQUEST, v);
+	struct req_info *ri;
+	void *comm;
+	int peer, tag;
+
+	if (req_recorded(rec, &peer, &tag, &comm) || !e)
 		return -EBADMSG;
 	ri = req_info_new(vh_lookup_real(VH_COMM, comm) ?: comm, peer);
 	if (!ri)

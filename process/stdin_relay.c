@@ -180,7 +180,8 @@ static int stdin_save(uint64_t id, struct section_list *l, struct why *why)
 static int skip(const struct stdin_record *r, struct why *why)
 {
 	unsigned char buf[16384];
-	uint64_t crc = 0, left = r->consumed;
+	uint64_t left = r->consumed;
+	bool same;
 
 	while (left) {
 		struct pollfd p = {real_fd, POLLIN, 0};
@@ -193,11 +194,6 @@ static int skip(const struct stdin_record *r, struct why *why)
 			continue;
 		if (n <= 0)
 			break;
-		if (relayed < r->head_len)
-			crc = crc64_ecma_refl(crc, buf,
-					      relayed + (uint64_t)n <= r->head_len
-						  ? (size_t)n
-						  : (size_t)(r->head_len - relayed));
 		note(buf, (size_t)n);
 		left -= (uint64_t)n;
 	}
@@ -208,10 +204,11 @@ static int skip(const struct stdin_record *r, struct why *why)
 			       "(stasis-restart ... < the same file)",
 			       (unsigned long long)(r->consumed - left),
 			       (unsigned long long)r->consumed);
-	for (uint32_t i = 0; i < r->tail_len; i++)
-		if (ring[(r->consumed - r->tail_len + i) % RING] != r->tail[i])
-			crc = ~r->head_crc; /* different all the same */
-	if (crc != r->head_crc)
+	/* note() kept them as the relay keeps what it puts in. */
+	same = crc64_ecma_refl(0, head, r->head_len) == r->head_crc;
+	for (uint32_t i = 0; same && i < r->tail_len; i++)
+		same = ring[(r->consumed - r->tail_len + i) % RING] == r->tail[i];
+	if (!same)
 		return why_set(why, -EBADMSG,
 			       "standard input is not the first run's: its first %llu bytes, "
 			       "which the program had read, differ",
