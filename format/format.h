@@ -353,6 +353,12 @@ enum file_kind {
 			       * u32 length and its bytes */
 	FILE_INOTIFY = 11,    /* payload struct inotify_watch[], each followed by
 			       * its path (path_len bytes, padded to 8) */
+	FILE_DELETED = 12,    /* a regular file without a name (deleted while open,
+			       * tmpfile(), O_TMPFILE): offset its position, size
+			       * its length, rdev its st_mode; payload the
+			       * directory it was in (NUL-terminated), then its
+			       * bytes (none when a lower descriptor's record is
+			       * the same inode: opened again from that one) */
 };
 
 struct inotify_watch {

@@ -77,7 +77,7 @@ EXPORT int open(const char *path, int flags, ...)
 	if (!for_application_fds(CALLER))
 		return real(path, flags, mode);
 	flags = restart_flags(flags);
-	return fds_opened(real(path, flags, mode), flags, "open()");
+	return fds_opened(real(path, flags, mode), "open()");
 }
 
 EXPORT int open64(const char *path, int flags, ...)
@@ -87,7 +87,7 @@ EXPORT int open64(const char *path, int flags, ...)
 	if (!for_application_fds(CALLER))
 		return real(path, flags, mode);
 	flags = restart_flags(flags);
-	return fds_opened(real(path, flags, mode), flags, "open()");
+	return fds_opened(real(path, flags, mode), "open()");
 }
 
 EXPORT int openat(int dirfd, const char *path, int flags, ...)
@@ -97,7 +97,7 @@ EXPORT int openat(int dirfd, const char *path, int flags, ...)
 	if (!for_application_fds(CALLER))
 		return real(dirfd, path, flags, mode);
 	flags = restart_flags(flags);
-	return fds_opened(real(dirfd, path, flags, mode), flags, "openat()");
+	return fds_opened(real(dirfd, path, flags, mode), "openat()");
 }
 
 EXPORT int openat64(int dirfd, const char *path, int flags, ...)
@@ -107,7 +107,7 @@ EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 	if (!for_application_fds(CALLER))
 		return real(dirfd, path, flags, mode);
 	flags = restart_flags(flags);
-	return fds_opened(real(dirfd, path, flags, mode), flags, "openat()");
+	return fds_opened(real(dirfd, path, flags, mode), "openat()");
 }
 
 /* What _FORTIFY_SOURCE makes of open() without a mode. */
@@ -122,7 +122,7 @@ EXPORT int __open_2(const char *path, int flags)
 	if (!for_application_fds(CALLER))
 		return real(path, flags);
 	flags = restart_flags(flags);
-	return fds_opened(real(path, flags), flags, "open()");
+	return fds_opened(real(path, flags), "open()");
 }
 
 EXPORT int __open64_2(const char *path, int flags)
@@ -131,7 +131,7 @@ EXPORT int __open64_2(const char *path, int flags)
 	if (!for_application_fds(CALLER))
 		return real(path, flags);
 	flags = restart_flags(flags);
-	return fds_opened(real(path, flags), flags, "open()");
+	return fds_opened(real(path, flags), "open()");
 }
 
 EXPORT int __openat_2(int dirfd, const char *path, int flags)
@@ -140,7 +140,7 @@ EXPORT int __openat_2(int dirfd, const char *path, int flags)
 	if (!for_application_fds(CALLER))
 		return real(dirfd, path, flags);
 	flags = restart_flags(flags);
-	return fds_opened(real(dirfd, path, flags), flags, "openat()");
+	return fds_opened(real(dirfd, path, flags), "openat()");
 }
 
 EXPORT int __openat64_2(int dirfd, const char *path, int flags)
@@ -149,7 +149,7 @@ EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 	if (!for_application_fds(CALLER))
 		return real(dirfd, path, flags);
 	flags = restart_flags(flags);
-	return fds_opened(real(dirfd, path, flags), flags, "openat()");
+	return fds_opened(real(dirfd, path, flags), "openat()");
 }
 
 EXPORT int creat(const char *path, mode_t mode)
@@ -160,7 +160,7 @@ EXPORT int creat(const char *path, mode_t mode)
 	if (!for_application_fds(CALLER))
 		return real(path, flags, mode);
 	flags = restart_flags(flags);
-	return fds_opened(real(path, flags, mode), flags, "creat()");
+	return fds_opened(real(path, flags, mode), "creat()");
 }
 
 EXPORT int creat64(const char *path, mode_t mode) __attribute__((alias("creat")));
@@ -187,7 +187,7 @@ static const char *restart_mode(const char *mode, char *buf, size_t len)
 static FILE *adopt_stream(FILE *fp, const char *call)
 {
 	if (fp)
-		fp->_fileno = fds_opened(fp->_fileno, 0, call);
+		fp->_fileno = fds_opened(fp->_fileno, call);
 	return fp;
 }
 
@@ -240,7 +240,7 @@ static FILE *reopen_stream(FILE *(*real)(const char *, const char *, FILE *), co
 	else if (r->_fileno == fd)
 		fds_reopened(fd, "freopen()");
 	else
-		r->_fileno = fds_opened(r->_fileno, 0, "freopen()");
+		r->_fileno = fds_opened(r->_fileno, "freopen()");
 	return r;
 }
 
@@ -336,7 +336,7 @@ EXPORT DIR *opendir(const char *path)
 	DIR *d = real(path);
 
 	if (d && for_application_fds(CALLER))
-		set_dir_fd(d, fds_opened(dirfd(d), O_DIRECTORY, "opendir()"));
+		set_dir_fd(d, fds_opened(dirfd(d), "opendir()"));
 	return d;
 }
 
@@ -353,7 +353,7 @@ EXPORT int mkstemp(char *tmpl)
 	REAL(mkstemp);
 	int fd = real(tmpl);
 
-	return for_application_fds(CALLER) ? fds_opened(fd, 0, "mkstemp()") : fd;
+	return for_application_fds(CALLER) ? fds_opened(fd, "mkstemp()") : fd;
 }
 
 EXPORT int mkstemp64(char *tmpl) __attribute__((alias("mkstemp")));
@@ -363,7 +363,7 @@ EXPORT int mkostemp(char *tmpl, int flags)
 	REAL(mkostemp);
 	int fd = real(tmpl, flags);
 
-	return for_application_fds(CALLER) ? fds_opened(fd, flags, "mkostemp()") : fd;
+	return for_application_fds(CALLER) ? fds_opened(fd, "mkostemp()") : fd;
 }
 
 EXPORT int mkostemp64(char *tmpl, int flags) __attribute__((alias("mkostemp")));
@@ -373,7 +373,7 @@ EXPORT int mkstemps(char *tmpl, int suffixlen)
 	REAL(mkstemps);
 	int fd = real(tmpl, suffixlen);
 
-	return for_application_fds(CALLER) ? fds_opened(fd, 0, "mkstemps()") : fd;
+	return for_application_fds(CALLER) ? fds_opened(fd, "mkstemps()") : fd;
 }
 
 EXPORT int mkstemps64(char *tmpl, int suffixlen) __attribute__((alias("mkstemps")));
@@ -383,7 +383,7 @@ EXPORT int mkostemps(char *tmpl, int suffixlen, int flags)
 	REAL(mkostemps);
 	int fd = real(tmpl, suffixlen, flags);
 
-	return for_application_fds(CALLER) ? fds_opened(fd, flags, "mkostemps()") : fd;
+	return for_application_fds(CALLER) ? fds_opened(fd, "mkostemps()") : fd;
 }
 
 EXPORT int mkostemps64(char *tmpl, int suffixlen, int flags) __attribute__((alias("mkostemps")));

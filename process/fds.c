@@ -214,19 +214,17 @@ static bool reopenable_device(dev_t rdev)
 	return major(rdev) == 1 && (mi == 3 || mi == 5 || mi == 7 || mi == 8 || mi == 9);
 }
 
-/* Why fd (just opened, with flags) cannot be restored; NULL if it can. The
+/* Why fd (just opened) cannot be restored; NULL if it can. The
  * path is looked up only to say why (readlink of /proc costs). */
-static const char *unrestorable(int fd, const struct stat *st, int flags, char *buf, size_t len)
+static const char *unrestorable(int fd, const struct stat *st, char *buf, size_t len)
 {
 	char link[64], path[PATH_MAX];
 	const char *what;
 	ssize_t n;
 
-	if (S_ISREG(st->st_mode))
-		what = (flags & O_TMPFILE) == O_TMPFILE || st->st_nlink == 0
-			   ? "a file without a name"
-			   : NULL;
-	else if (S_ISDIR(st->st_mode))
+	/* A regular file without a name (tmpfile(), O_TMPFILE) too: its
+	 * bytes are recorded (fds_deleted.c). */
+	if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode))
 		what = NULL;
 	else if (S_ISCHR(st->st_mode))
 		what = reopenable_device(st->st_rdev)
@@ -310,7 +308,7 @@ static void opened_for_writing(int fd, const struct stat *st)
 	fds_written_size(st->st_dev, st->st_ino, (uint64_t)st->st_size, &size, &id, fd, NULL);
 }
 
-int fds_opened(int fd, int flags, const char *call)
+int fds_opened(int fd, const char *call)
 {
 	FDS_LOCKED();
 	char why[PATH_MAX + 64];
@@ -318,7 +316,7 @@ int fds_opened(int fd, int flags, const char *call)
 
 	if (!placeable(fd, call) || fstat(fd, &st))
 		return fd;
-	if (unrestorable(fd, &st, flags, why, sizeof(why))) {
+	if (unrestorable(fd, &st, why, sizeof(why))) {
 		fds_refuse("%s of %s", call, why);
 		return fd;
 	}
@@ -471,7 +469,7 @@ void fds_reopened(int fd, const char *call)
 
 	if (fd < 3 || fd >= range || slots[fd].state != SLOT_PROGRAM || fstat(fd, &st))
 		return;
-	if (unrestorable(fd, &st, 0, why, sizeof(why)))
+	if (unrestorable(fd, &st, why, sizeof(why)))
 		fds_refuse("%s of %s", call, why);
 	opened_for_writing(fd, &st);
 	slots[fd].desc = next_desc++;

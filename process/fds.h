@@ -55,8 +55,8 @@ void fds_unlock(int *unused);
 /* The program's side (preload/files.c), each on the result of the real
  * call, returning the descriptor the program gets: */
 /* fd is a new open file description (open, creat, fopen, mkstemp,
- * opendir); flags are its open flags when known (0 otherwise). */
-int fds_opened(int fd, int flags, const char *call);
+ * opendir). */
+int fds_opened(int fd, const char *call);
 /* fd is a new pipe end, eventfd, timerfd, signalfd or epoll instance
  * (fds_event.c makes them again at a restart): placed like a file. */
 int fds_made(int fd, const char *call);
@@ -216,6 +216,19 @@ int fds_inotify_describe(int fd, const struct stat *st, const char *path, const 
 int fds_inotify_make(const char *data, size_t len, int *made,
 		     struct why *why);
 void fds_inotify_drain(int fd);
+
+/* Regular files without a name (fds_deleted.c): their bytes recorded,
+ * bounded by STASIS_DELETED_MAX per checkpoint (begin: a checkpoint's
+ * first), and made again at a restart. describe and make as
+ * fds_event_describe and fds_event_make. */
+void fds_deleted_begin(void);
+int fds_deleted_describe(int fd, const struct stat *st, const char *path, struct file_record *r,
+			 const void **data, size_t *len, struct why *why);
+int fds_deleted_make(const struct file_record *recs, char *const *data, const size_t *len,
+		     int *made, int n, int i, struct why *why);
+/* Flags to open a recorded file again with: what F_GETFL kept of the first
+ * open, without what would create or truncate it. */
+int fds_reopen_flags(const struct file_record *r);
 
 /* The lengths the program's written files had at a checkpoint, to see
  * writes below them (the newest two checkpoints: one may not commit). */

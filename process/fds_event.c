@@ -349,6 +349,8 @@ const char *fds_event_name(uint32_t kind)
 		return "a socketpair";
 	case FILE_INOTIFY:
 		return "an inotify instance";
+	case FILE_DELETED:
+		return "a file without a name";
 	}
 	return NULL;
 }
@@ -444,6 +446,8 @@ int fds_event_make(const struct file_record *recs, char *const *data, const size
 		return made[i] >= 0 ? 0 : make_pipe(recs, data, len, made, n, i, why);
 	case FILE_SOCKETPAIR:
 		return fds_socket_make(recs, data, len, made, n, i, why);
+	case FILE_DELETED:
+		return fds_deleted_make(recs, data, len, made, n, i, why);
 	case FILE_INOTIFY:
 		if ((ret = fds_inotify_make(data[i], len[i], &k, why)))
 			return ret;

@@ -131,15 +131,15 @@ static int describe(int fd, const struct fds_slot *sl, struct file_record *r, st
 	else
 		r->kind = FILE_DEVICE;
 	if (r->kind == FILE_REGULAR && st.st_nlink == 0) {
-		char *del = strstr(path, " (deleted)");
+		const void *data;
+		size_t len;
+		int ret = fds_deleted_describe(fd, &st, path, r, &data, &len, why);
 
-		if (del && !del[10])
-			*del = 0;
-		return why_set(
-		    why, -ENOENT,
-		    "%s (descriptor %d) is open but was deleted: a restart could not open "
-		    "it again; this checkpoint is skipped",
-		    path, fd);
+		if (ret < 0)
+			return ret;
+		r->path_len = (uint32_t)len;
+		r->path_offset = put(paths, data, len);
+		return 0;
 	}
 	if (r->kind != FILE_DEVICE) {
 		off_t off = lseek(fd, 0, SEEK_CUR);
@@ -169,6 +169,7 @@ int fds_save(uint64_t id, void **data, size_t *len, struct why *why)
 	int nrec = 0, nstreams, nwritten = 0, ret = 0;
 	size_t at;
 
+	fds_deleted_begin();
 	for (int fd = 3; fd < fds_range(); fd++) {
 		const struct fds_slot *sl = fds_slot(fd);
 
@@ -334,7 +335,7 @@ static int parse(const void *data, size_t len, struct why *why)
 		opened[i] = -1;
 		if (r->path_offset > h->bytes || r->path_len > h->bytes - r->path_offset ||
 		    (!made && r->path_len >= PATH_MAX) || r->fd < 3 || r->kind < FILE_REGULAR ||
-		    r->kind > FILE_INOTIFY || (r->kind == FILE_STANDARD && r->rdev > 2)) {
+		    r->kind > FILE_DELETED || (r->kind == FILE_STANDARD && r->rdev > 2)) {
 			return why_set(why, -EBADMSG,
 				       "the record of open files in the image is damaged");
 		}
@@ -396,9 +397,7 @@ static bool written_elsewhere(int i)
 	return false;
 }
 
-/* Flags to open a file again with: what F_GETFL kept of the first open,
- * without what would create or truncate it. */
-static int reopen_flags(const struct file_record *r)
+int fds_reopen_flags(const struct file_record *r)
 {
 	int keep = O_ACCMODE | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC | O_DIRECT | O_PATH;
 
@@ -412,7 +411,7 @@ static int open_again(int i, struct why *why)
 	const struct file_record *r = &recs[i];
 	const char *p = rec_paths[i];
 	struct stat st;
-	int k = open(p, reopen_flags(r));
+	int k = open(p, fds_reopen_flags(r));
 
 	if (k < 0) {
 		if (errno == ENOENT)

@@ -135,6 +135,7 @@ int config_load(struct stasis_config *cfg, struct why *why)
 	cfg->full_every = 8;
 	cfg->fault_us = -1;
 	cfg->undo_max = 1ull << 30;
+	cfg->deleted_max = 64ull << 20;
 	strcpy(cfg->failure_domain, "host");
 
 	if ((v = env("STASIS_DIR"))) {
@@ -222,6 +223,8 @@ int config_load(struct stasis_config *cfg, struct why *why)
 		BAD("STASIS_TRACK_FAULT_US", v, "is not a number of microseconds >= 0");
 	if ((v = env("STASIS_UNDO_MAX")) && parse_bytes(v, &cfg->undo_max))
 		BAD("STASIS_UNDO_MAX", v, "is not a number of bytes (K, M, G or T allowed)");
+	if ((v = env("STASIS_DELETED_MAX")) && parse_bytes(v, &cfg->deleted_max))
+		BAD("STASIS_DELETED_MAX", v, "is not a number of bytes (K, M, G or T allowed)");
 	if ((v = env("STASIS_FAILURE_DOMAIN"))) {
 		if (strcmp(v, "host") && parse_int(v, 1, INT_MAX, &n))
 			BAD("STASIS_FAILURE_DOMAIN", v, "is not 'host' or a positive integer");
@@ -258,7 +261,8 @@ void config_print(const struct stasis_config *cfg)
 			cfg->flush_every);
 	pr_info("STASIS_DIRTY=%s STASIS_FULL_EVERY=%d STASIS_FAILURE_DOMAIN=%s STASIS_RESTART=%d",
 		cfg->dirty, cfg->full_every, cfg->failure_domain, cfg->restart);
-	pr_info("STASIS_UNDO_MAX=%llu STASIS_COMPRESS=%s", cfg->undo_max, cfg->compress);
+	pr_info("STASIS_UNDO_MAX=%llu STASIS_DELETED_MAX=%llu STASIS_COMPRESS=%s", cfg->undo_max,
+		cfg->deleted_max, cfg->compress);
 	if (cfg->fault_us >= 0)
 		pr_info("STASIS_TRACK_FAULT_US=%g", cfg->fault_us);
 }

@@ -31,6 +31,7 @@ struct stasis_config {
 	int full_every;           /* STASIS_FULL_EVERY >= 1 */
 	double fault_us;          /* STASIS_TRACK_FAULT_US >= 0, < 0: time it */
 	unsigned long long undo_max; /* STASIS_UNDO_MAX bytes of one interval's undo record */
+	unsigned long long deleted_max; /* STASIS_DELETED_MAX bytes of files without a name */
 	char failure_domain[64];  /* STASIS_FAILURE_DOMAIN */
 	int verbose;              /* STASIS_VERBOSE 0..2 */
 	bool restart;             /* STASIS_RESTART=1: set by stasis-restart */

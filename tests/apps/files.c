@@ -11,6 +11,12 @@
  *     of that descriptor, the record of half as many iterations ago (pread);
  *   - writes progress to /dev/null, keeps its directory open (a descriptor
  *     and a directory stream, read again at the end);
+ *   - keeps three files without a name, whose bytes only the checkpoint
+ *     holds: a tmpfile() stream it writes a line to per iteration and
+ *     reads back every 16; an O_TMPFILE descriptor it rewrites a record
+ *     of in place per iteration (pwrite) and reads another (pread); and a
+ *     file it opened twice (appending, and read-only) before deleting it,
+ *     whose reader follows what the writer appends;
  *   - folds what it read into its state; an MPI_Allreduce ends each
  *     iteration.
  * At the end rank 0 prints the answer through a stream on a duplicate of
@@ -21,9 +27,8 @@
  *   --early      open the data file (O_TRUNC) before MPI_Init
  *   --refuse K   make, right after MPI_Init, something stasis cannot
  *                restore and keep it: pipe (to a child) socket socketpair
- *                memfd inotify fifo device tmpfile popen
- *                stdout (dup2 onto descriptor 1) deleted (a file unlinked
- *                while open)
+ *                memfd inotify fifo device popen
+ *                stdout (dup2 onto descriptor 1)
  *   --overwrite  from the second iteration on, rewrite record 0 of the
  *                data file in place every iteration, and read it back;
  *                and every iteration open the tally file files.tally.<rank>
@@ -136,10 +141,6 @@ static void make_refused(const char *kind)
 		fd = open(name, O_RDWR); /* a FIFO opened both ways does not block */
 	} else if (!strcmp(kind, "device")) {
 		fd = open("/dev/ptmx", O_RDWR | O_NOCTTY);
-	} else if (!strcmp(kind, "tmpfile")) {
-		fp = tmpfile();
-		if (!fp)
-			die("tmpfile");
 	} else if (!strcmp(kind, "popen")) {
 		fp = popen("cat", "w");
 		if (!fp)
@@ -148,16 +149,57 @@ static void make_refused(const char *kind)
 		fd = dup(1);
 		if (fd < 0 || dup2(fd, 1) != 1)
 			die("dup2");
-	} else if (!strcmp(kind, "deleted")) {
-		snprintf(name, sizeof(name), "files.deleted.%d", rank);
-		fd = open(name, O_RDWR | O_CREAT | O_TRUNC, 0600);
-		if (fd >= 0 && unlink(name))
-			die("unlink");
 	} else {
 		die("unknown --refuse kind");
 	}
 	if (fd < 0 && !fp && strcmp(kind, "pipe") && strcmp(kind, "socketpair"))
 		die(kind);
+}
+
+/* The files without a name (see the top). */
+static FILE *scratch;
+static int slots = -1, gone_writer = -1, gone_reader = -1;
+#define SLOTS 64
+
+static void nameless_open(void)
+{
+	char name[64];
+
+	scratch = tmpfile();
+	slots = open(".", O_TMPFILE | O_RDWR, 0600);
+	snprintf(name, sizeof(name), "files.gone.%d", rank);
+	gone_writer = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+	gone_reader = open(name, O_RDONLY);
+	if (!scratch || slots < 0 || gone_writer < 0 || gone_reader < 0 || unlink(name))
+		die("cannot make the files without a name");
+	if (ftruncate(slots, SLOTS * RECORD))
+		die("ftruncate");
+}
+
+static uint64_t nameless_step(long it, const char *record, uint64_t h)
+{
+	char back[RECORD], line[RECORD];
+	ssize_t n;
+
+	fprintf(scratch, "%s\n", record);
+	if (it % 16 == 15) {
+		/* Read from the start, then go on writing at the end. */
+		fflush(scratch);
+		rewind(scratch);
+		while (fgets(line, sizeof(line), scratch))
+			h = hash_mix(h, line, strlen(line));
+		fseek(scratch, 0, SEEK_END);
+	}
+	if (pwrite(slots, record, RECORD, (it % SLOTS) * RECORD) != RECORD ||
+	    pread(slots, back, RECORD, ((it * 7) % SLOTS) * RECORD) != RECORD)
+		die("the O_TMPFILE file");
+	h = hash_mix(h, back, RECORD);
+	if (write(gone_writer, record, 40) != 40)
+		die("the deleted file's writer");
+	n = read(gone_reader, back, 40);
+	if (n != 40)
+		die("the deleted file's reader");
+	return hash_mix(h, back, 40);
 }
 
 static uint64_t file_size(int dirfd, const char *name)
@@ -233,6 +275,7 @@ int main(int argc, char **argv)
 	answer = out >= 0 ? fdopen(out, "w") : NULL;
 	if (data < 0 || back < 0 || null < 0 || dir < 0 || !listing || !answer)
 		die("cannot open the data file, /dev/null, the directory or a stream");
+	nameless_open();
 	if (refuse)
 		make_refused(refuse);
 
@@ -290,6 +333,7 @@ int main(int argc, char **argv)
 		}
 		if (write(null, record, 16) != 16)
 			die("write /dev/null");
+		h = nameless_step(it, record, h);
 
 		MPI_Allreduce(&sum, &v, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 		total += v;

@@ -8,6 +8,10 @@
 !     direct access) and reads back the record of half as many iterations
 !     ago;
 !   - unit 14 writes progress to /dev/null, as pw.x's ranks but the first do;
+!   - unit 15 is a STATUS='SCRATCH' file (libgfortran deletes it as it opens
+!     it: only the checkpoint holds its bytes): a record per iteration,
+!     every 1000 iterations rewound and read back whole, after which the
+!     writes go on at its end;
 !   - files.data.mpi, shared by every rank through MPI-IO (MPI_FILE_OPEN with
 !     a blank-padded CHARACTER name, a view with each rank's displacement),
 !     gets each rank's sum with MPI_FILE_WRITE_AT_ALL every 8 iterations;
@@ -23,7 +27,7 @@ program files_f
   integer, parameter :: dp = kind(1.0d0)
   integer, parameter :: i8 = selected_int_kind(18)
   integer, parameter :: nrec = 32
-  integer :: n, iters, rank, nranks, ierr, it, i, ios
+  integer :: n, iters, rank, nranks, ierr, it, i, j, ios
   real(dp), allocatable :: x(:)
   real(dp) :: v, s, total, rec(nrec), old(nrec)
   integer(i8) :: h
@@ -52,6 +56,7 @@ program files_f
   open (13, file=dataname, status='replace', access='direct', form='unformatted', &
         recl=8*nrec, action='readwrite')
   open (14, file='/dev/null', status='old', action='write')
+  open (15, status='scratch', form='unformatted', access='sequential')
   mpiname = 'files.data.mpi'
   call MPI_FILE_OPEN(MPI_COMM_WORLD, mpiname, MPI_MODE_CREATE + MPI_MODE_WRONLY, &
                      MPI_INFO_NULL, fh, ierr)
@@ -85,6 +90,14 @@ program files_f
     x(mod(it, n)) = x(mod(it, n)) + old(nrec/2)*1.0e-12_dp
     h = ieor(ishftc(h, 7), int(mod(old(1)*1.0e6_dp, 1.0e12_dp), i8))
     write (14, '(a,i0)') 'progress ', it
+    write (15) it, s
+    if (mod(it, 1000) == 999) then
+      rewind (15)
+      do i = 0, it
+        read (15) j, v
+        h = ieor(ishftc(h, 3), int(j, i8) + int(mod(v*1.0e3_dp, 1.0e12_dp), i8))
+      end do
+    end if
     if (mod(it, 8) == 0) then
       disp = int(it/8, MPI_OFFSET_KIND)*nranks
       call MPI_FILE_WRITE_AT_ALL(fh, disp, s, 1, MPI_DOUBLE_PRECISION, status, ierr)
@@ -96,6 +109,7 @@ program files_f
   close (12)
   close (13)
   close (14)
+  close (15)
   call MPI_FILE_CLOSE(fh, ierr)
   call MPI_ALLREDUCE(MPI_IN_PLACE, h, 1, MPI_INTEGER8, MPI_BXOR, MPI_COMM_WORLD, ierr)
   if (rank == 0) write (*, '(a,i0,a,i0,a,z16.16,a,es24.17e3)') 'files_f: n=', n, ' iters=', &
