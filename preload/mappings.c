@@ -25,8 +25,10 @@
  *   SIGBUS, /proc/self/maps names no file, MADV_DONTNEED keeps the copy
  *   (maps.c), and the copy is the process's memory, not the page cache:
  *   bounded by FILE_COPY_MAX.
+ *   A MAP_SHARED mapping that can never write its file (not writable, its
+ *   descriptor read-only) is served so too.
  * - Refused, checkpoints switched off with a warning naming it, the call
- *   done as asked: shared file mappings, other file mappings (devices,
+ *   done as asked: writable shared file mappings, other file mappings (devices,
  *   /proc, past FILE_COPY_MAX), fixed mappings elsewhere, MAP_HUGETLB,
  *   MAP_GROWSDOWN, MAP_32BIT, System V shared memory, memory protection
  *   keys, brk()/sbrk() (the brk heap is the runtime's), personality()
@@ -38,6 +40,7 @@
 #undef _FILE_OFFSET_BITS
 #define LOG_PREFIX "mappings: "
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdarg.h>
@@ -107,16 +110,29 @@ static void refuse_file_mapping(const char *what, int fd)
 	session_unsupported(text);
 }
 
+/* Whether a MAP_SHARED mapping can never write its file: not writable,
+ * and its descriptor read-only, so that no mprotect() can make it so
+ * (mmap(2): EACCES). numpy.load(mmap_mode='r') and Python's mmap with
+ * ACCESS_READ map their input so. */
+static bool shared_read_only(int prot, int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return !(prot & PROT_WRITE) && fl >= 0 && (fl & O_ACCMODE) == O_RDONLY;
+}
+
 /* How a file mapping is served: 1 copied in, 0 refused (named), -errno the
- * mmap() fails. */
-static int file_mapping(size_t length, bool shared, int fd, off_t offset)
+ * mmap() fails. A shared mapping that can never write its file is served
+ * as a private one: only another process's change to the file would show
+ * the difference. */
+static int file_mapping(size_t length, bool shared, int prot, int fd, off_t offset)
 {
 	struct stat st;
 
 	if (fstat(fd, &st))
 		return -errno;
-	if (shared)
-		refuse_file_mapping("mmap(MAP_SHARED) of a file", fd);
+	if (shared && !shared_read_only(prot, fd))
+		refuse_file_mapping("mmap(MAP_SHARED) of a file, writable", fd);
 	else if (!S_ISREG(st.st_mode))
 		refuse_file_mapping("mmap() of a device or special file", fd);
 	else if (length > FILE_COPY_MAX)
@@ -160,7 +176,7 @@ static void *program_mmap(void *addr, size_t length, int prot, int flags, int fd
 	if (!(flags & MAP_ANONYMOUS) && is_dev_zero(fd))
 		flags |= MAP_ANONYMOUS;
 	if (!(flags & MAP_ANONYMOUS)) {
-		copy = file_mapping(length, shared, fd, offset);
+		copy = file_mapping(length, shared, prot, fd, offset);
 		if (copy < 0) {
 			errno = -copy;
 			return MAP_FAILED;

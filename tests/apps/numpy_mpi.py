@@ -4,6 +4,9 @@ halos exchanged with Sendrecv, a sum reduced every step, matrix products
 (BLAS), a random generator's state, a dict and a Decimal growing as it
 goes, and now and then a shell run through subprocess (CPython makes its
 children with vfork(): they run in the rank's memory until they exec).
+A table is read through numpy.load(mmap_mode='r') (a read-only MAP_SHARED
+mapping, its descriptor kept open by Python's mmap) from a temporary
+directory removed at once (the descriptor's file then has no name).
 mpi4py asks
 for its default thread level (MPI_THREAD_MULTIPLE) and loads the MPI
 library on import; json and decimal (extension modules of their own) are
@@ -13,8 +16,10 @@ imported after MPI_Init.
 
 Output (rank 0, stdout, at the end): one line with every rank's digest.
 """
+import os
 import subprocess
 import sys
+import tempfile
 import zlib
 
 import numpy as np
@@ -35,12 +40,18 @@ def main():
     top, bottom = np.empty(n), np.empty(n)
     hist = {}
     acc = decimal.Decimal(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        name = os.path.join(tmp, "table.npy")
+        np.save(name, np.sin(np.arange(100000) * 1e-3 + rank))
+        table = np.load(name, mmap_mode="r")
     for it in range(iters):
         comm.Sendrecv(u[0].copy(), dest=up, recvbuf=bottom, source=down)
         comm.Sendrecv(u[-1].copy(), dest=down, recvbuf=top, source=up)
         ext = np.vstack([top, u, bottom])
         u = 0.25 * (ext[:-2] + ext[2:] + np.roll(u, 1, axis=1) + np.roll(u, -1, axis=1))
         u += 1e-3 * rng.standard_normal(u.shape)
+        at = (it * 37) % (len(table) - n)
+        u[it % n] += 1e-4 * table[at:at + n]
         s = comm.allreduce(float(u.sum()), op=MPI.SUM)
         acc += decimal.Decimal(s).quantize(decimal.Decimal("1e-6"))
         key = "k%d" % (it % 97)
