@@ -414,12 +414,12 @@ static int child_pipes_closed(struct session *s)
 		return 0;
 	if (mine && !said)
 		pr_warn("checkpoint skipped: a pipe to another process is open (popen() of "
-			"\"%s\"); checkpoints wait while one is open, and resume once the "
-			"program closes it",
+			"\"%s\"); checkpoints wait while one is open (tried again every "
+			"second), and resume once the program closes it",
 			command);
 	said |= mine;
 	nothing_drained = true; /* on every rank: none drains */
-	return -EBUSY;
+	return -EAGAIN;
 }
 
 bool drain_and_checkpoint(struct session *s, coord_take_fn take)
@@ -455,14 +455,17 @@ bool drain_and_checkpoint(struct session *s, coord_take_fn take)
 		if (ret == CHECKPOINT_RESUMED)
 			return true;
 	} else {
-		if (s->rank == 0 && ret != -EBUSY)
+		if (s->rank == 0 && ret != -EBUSY && ret != -EAGAIN)
 			pr_warn("checkpoint skipped: %s",
 				ret == -ESTALE ? "a message in flight was sent on a communicator "
 						 "its sender has freed"
 					       : "messages in flight could not be drained");
 		drain_resume(s);
 	}
-	trigger_checkpoint_done(ret ? -1 : now() - t0);
+	if (ret == -EAGAIN)
+		trigger_checkpoint_deferred();
+	else
+		trigger_checkpoint_done(ret ? -1 : now() - t0);
 	return false;
 }
 

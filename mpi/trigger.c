@@ -53,11 +53,16 @@ static double next_interval(void)
 	return sess->cfg.interval_auto ? interval_auto_period() : sess->cfg.interval;
 }
 
+/* A checkpoint put off (a pipe to another process open) is tried again
+ * after this many seconds (or the interval, if shorter): a program that
+ * holds the pipe a moment is not left a whole interval without one. A try
+ * costs one agreement of the ranks. */
+#define DEFER_SECONDS 1.0
+
 /* One-shot, re-armed after each checkpoint, so that a slow checkpoint does
  * not queue the next one behind it. */
-static void arm_timer(void)
+static void arm_in(double t)
 {
-	double t = next_interval();
 	struct itimerspec its = {0};
 
 	if (!have_timer)
@@ -67,6 +72,11 @@ static void arm_timer(void)
 	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
 		its.it_value.tv_nsec = 1;
 	timer_settime(timer, 0, &its, NULL);
+}
+
+static void arm_timer(void)
+{
+	arm_in(next_interval());
 }
 
 int trigger_start(struct session *s, coord_take_fn take, struct why *why)
@@ -108,6 +118,12 @@ void trigger_checkpoint_done(double cost)
 		interval_auto_cost(cost);
 	wanted = 0;
 	arm_timer();
+}
+
+void trigger_checkpoint_deferred(void)
+{
+	wanted = 0;
+	arm_in(fmin(DEFER_SECONDS, next_interval()));
 }
 
 void trigger_resumed(void)

@@ -22,6 +22,9 @@ bool trigger_wanted(void);
 /* A checkpoint ended: cost in seconds (< 0: it did not happen); the
  * interval starts anew. */
 void trigger_checkpoint_done(double cost);
+/* A checkpoint was put off by what will soon pass (a pipe to another
+ * process open): the next try comes after 1 s, not a whole interval. */
+void trigger_checkpoint_deferred(void);
 /* Finish what is under way and stop the timer (MPI_Finalize). */
 void trigger_stop(void);
 /* Re-arm after a restart resumed (the interval starts anew). */

@@ -9,7 +9,11 @@
  * directory of its own and sets its umask, as codes do for their output:
  * a restart must put both back (its relative paths lead there).
  *
- *   children [N [ITERS]]     N: doubles per rank
+ *   children [N [ITERS [HOLD END]]]     N: doubles per rank
+ *
+ * With HOLD and END (seconds), a pipe to a child (popen of cat) is also
+ * held open from MPI_Init for HOLD seconds, and the run ends END seconds
+ * after MPI_Init instead of after ITERS iterations.
  *
  * Output (rank 0, stdout, at the end): one line with the sum and a hash
  * of what the children printed.
@@ -65,6 +69,8 @@ static size_t run_forked(const char *cmd, char *out, size_t len)
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 4096, iters = argc > 2 ? atoi(argv[2]) : 400;
+	double hold = argc > 4 ? atof(argv[3]) : 0, end = argc > 4 ? atof(argv[4]) : 0, t0;
+	FILE *held = NULL;
 	int rank, size;
 	uint64_t h = HASH_START, all;
 	double sum = 0, total;
@@ -73,12 +79,27 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	t0 = MPI_Wtime();
+	if (hold > 0 && !(held = popen("cat > /dev/null", "w")))
+		fail("popen held");
 	if (!mkdtemp(dir))
 		fail("mkdtemp");
 	double *v = malloc(sizeof(double) * n);
 	for (int i = 0; i < n; i++)
 		v[i] = rank + i * 1e-3;
-	for (int it = 0; it < iters; it++) {
+	for (int it = 0; end > 0 || it < iters; it++) {
+		if (held && MPI_Wtime() - t0 >= hold) {
+			if (pclose(held))
+				fail("pclose held");
+			held = NULL;
+		}
+		if (end > 0) {
+			int over = MPI_Wtime() - t0 >= end;
+
+			MPI_Allreduce(MPI_IN_PLACE, &over, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+			if (over)
+				break;
+		}
 		if (it == 0 && (chdir(dir) || umask(027) != 022))
 			fail("chdir");
 		for (int r = 0; r < 50; r++)
