@@ -77,7 +77,7 @@ EXPORT int open(const char *path, int flags, ...)
 	if (!for_application_fds(CALLER))
 		return real(path, flags, mode);
 	flags = restart_flags(flags);
-	return fds_opened(real(path, flags, mode), "open()");
+	return fds_opened(real(path, flags, mode), flags, "open()");
 }
 
 EXPORT int open64(const char *path, int flags, ...)
@@ -87,7 +87,7 @@ EXPORT int open64(const char *path, int flags, ...)
 	if (!for_application_fds(CALLER))
 		return real(path, flags, mode);
 	flags = restart_flags(flags);
-	return fds_opened(real(path, flags, mode), "open()");
+	return fds_opened(real(path, flags, mode), flags, "open()");
 }
 
 EXPORT int openat(int dirfd, const char *path, int flags, ...)
@@ -97,7 +97,7 @@ EXPORT int openat(int dirfd, const char *path, int flags, ...)
 	if (!for_application_fds(CALLER))
 		return real(dirfd, path, flags, mode);
 	flags = restart_flags(flags);
-	return fds_opened(real(dirfd, path, flags, mode), "openat()");
+	return fds_opened(real(dirfd, path, flags, mode), flags, "openat()");
 }
 
 EXPORT int openat64(int dirfd, const char *path, int flags, ...)
@@ -107,7 +107,7 @@ EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 	if (!for_application_fds(CALLER))
 		return real(dirfd, path, flags, mode);
 	flags = restart_flags(flags);
-	return fds_opened(real(dirfd, path, flags, mode), "openat()");
+	return fds_opened(real(dirfd, path, flags, mode), flags, "openat()");
 }
 
 /* What _FORTIFY_SOURCE makes of open() without a mode. */
@@ -122,7 +122,7 @@ EXPORT int __open_2(const char *path, int flags)
 	if (!for_application_fds(CALLER))
 		return real(path, flags);
 	flags = restart_flags(flags);
-	return fds_opened(real(path, flags), "open()");
+	return fds_opened(real(path, flags), flags, "open()");
 }
 
 EXPORT int __open64_2(const char *path, int flags)
@@ -131,7 +131,7 @@ EXPORT int __open64_2(const char *path, int flags)
 	if (!for_application_fds(CALLER))
 		return real(path, flags);
 	flags = restart_flags(flags);
-	return fds_opened(real(path, flags), "open()");
+	return fds_opened(real(path, flags), flags, "open()");
 }
 
 EXPORT int __openat_2(int dirfd, const char *path, int flags)
@@ -140,7 +140,7 @@ EXPORT int __openat_2(int dirfd, const char *path, int flags)
 	if (!for_application_fds(CALLER))
 		return real(dirfd, path, flags);
 	flags = restart_flags(flags);
-	return fds_opened(real(dirfd, path, flags), "openat()");
+	return fds_opened(real(dirfd, path, flags), flags, "openat()");
 }
 
 EXPORT int __openat64_2(int dirfd, const char *path, int flags)
@@ -149,7 +149,7 @@ EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 	if (!for_application_fds(CALLER))
 		return real(dirfd, path, flags);
 	flags = restart_flags(flags);
-	return fds_opened(real(dirfd, path, flags), "openat()");
+	return fds_opened(real(dirfd, path, flags), flags, "openat()");
 }
 
 EXPORT int creat(const char *path, mode_t mode)
@@ -160,7 +160,7 @@ EXPORT int creat(const char *path, mode_t mode)
 	if (!for_application_fds(CALLER))
 		return real(path, flags, mode);
 	flags = restart_flags(flags);
-	return fds_opened(real(path, flags, mode), "creat()");
+	return fds_opened(real(path, flags, mode), flags, "creat()");
 }
 
 EXPORT int creat64(const char *path, mode_t mode) __attribute__((alias("creat")));
@@ -184,10 +184,17 @@ static const char *restart_mode(const char *mode, char *buf, size_t len)
 	return buf;
 }
 
-static FILE *adopt_stream(FILE *fp, const char *call)
+/* The open flags fopen's mode implies that fds_opened needs: whether the
+ * file was emptied. */
+static int mode_flags(const char *mode)
+{
+	return mode[0] == 'w' ? O_TRUNC : 0;
+}
+
+static FILE *adopt_stream(FILE *fp, int flags, const char *call)
 {
 	if (fp)
-		fp->_fileno = fds_opened(fp->_fileno, call);
+		fp->_fileno = fds_opened(fp->_fileno, flags, call);
 	return fp;
 }
 
@@ -199,8 +206,8 @@ static FILE *open_stream(FILE *(*real)(const char *, const char *), const char *
 	FILE *fp = real(path, m);
 
 	if (!fp && m != mode)
-		fp = real(path, mode); /* not there: nothing to empty */
-	return adopt_stream(fp, call);
+		fp = real(path, m = mode); /* not there: nothing to empty */
+	return adopt_stream(fp, mode_flags(m), call);
 }
 
 EXPORT FILE *fopen(const char *path, const char *mode)
@@ -234,13 +241,14 @@ static FILE *reopen_stream(FILE *(*real)(const char *, const char *, FILE *), co
 		return real(path, mode, fp);
 	}
 	/* glibc keeps the stream's number (it dup3()s the new file onto it). */
-	r = real(path, restart_mode(mode, buf, sizeof(buf)), fp);
+	mode = restart_mode(mode, buf, sizeof(buf));
+	r = real(path, mode, fp);
 	if (!r)
 		fds_reclaim(fd);
 	else if (r->_fileno == fd)
-		fds_reopened(fd, "freopen()");
+		fds_reopened(fd, mode_flags(mode), "freopen()");
 	else
-		r->_fileno = fds_opened(r->_fileno, "freopen()");
+		r->_fileno = fds_opened(r->_fileno, mode_flags(mode), "freopen()");
 	return r;
 }
 
@@ -265,7 +273,7 @@ EXPORT FILE *tmpfile(void)
 	REAL(tmpfile);
 	if (!for_application_fds(CALLER))
 		return real();
-	return adopt_stream(real(), "tmpfile()");
+	return adopt_stream(real(), 0, "tmpfile()");
 }
 
 EXPORT FILE *tmpfile64(void)
@@ -273,7 +281,7 @@ EXPORT FILE *tmpfile64(void)
 	REAL(tmpfile64);
 	if (!for_application_fds(CALLER))
 		return real();
-	return adopt_stream(real(), "tmpfile()");
+	return adopt_stream(real(), 0, "tmpfile()");
 }
 
 EXPORT int fclose(FILE *fp)
@@ -336,7 +344,7 @@ EXPORT DIR *opendir(const char *path)
 	DIR *d = real(path);
 
 	if (d && for_application_fds(CALLER))
-		set_dir_fd(d, fds_opened(dirfd(d), "opendir()"));
+		set_dir_fd(d, fds_opened(dirfd(d), O_DIRECTORY, "opendir()"));
 	return d;
 }
 
@@ -353,7 +361,7 @@ EXPORT int mkstemp(char *tmpl)
 	REAL(mkstemp);
 	int fd = real(tmpl);
 
-	return for_application_fds(CALLER) ? fds_opened(fd, "mkstemp()") : fd;
+	return for_application_fds(CALLER) ? fds_opened(fd, 0, "mkstemp()") : fd;
 }
 
 EXPORT int mkstemp64(char *tmpl) __attribute__((alias("mkstemp")));
@@ -363,7 +371,7 @@ EXPORT int mkostemp(char *tmpl, int flags)
 	REAL(mkostemp);
 	int fd = real(tmpl, flags);
 
-	return for_application_fds(CALLER) ? fds_opened(fd, "mkostemp()") : fd;
+	return for_application_fds(CALLER) ? fds_opened(fd, flags, "mkostemp()") : fd;
 }
 
 EXPORT int mkostemp64(char *tmpl, int flags) __attribute__((alias("mkostemp")));
@@ -373,7 +381,7 @@ EXPORT int mkstemps(char *tmpl, int suffixlen)
 	REAL(mkstemps);
 	int fd = real(tmpl, suffixlen);
 
-	return for_application_fds(CALLER) ? fds_opened(fd, "mkstemps()") : fd;
+	return for_application_fds(CALLER) ? fds_opened(fd, 0, "mkstemps()") : fd;
 }
 
 EXPORT int mkstemps64(char *tmpl, int suffixlen) __attribute__((alias("mkstemps")));
@@ -383,7 +391,7 @@ EXPORT int mkostemps(char *tmpl, int suffixlen, int flags)
 	REAL(mkostemps);
 	int fd = real(tmpl, suffixlen, flags);
 
-	return for_application_fds(CALLER) ? fds_opened(fd, "mkostemps()") : fd;
+	return for_application_fds(CALLER) ? fds_opened(fd, flags, "mkostemps()") : fd;
 }
 
 EXPORT int mkostemps64(char *tmpl, int suffixlen, int flags) __attribute__((alias("mkostemps")));

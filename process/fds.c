@@ -294,21 +294,30 @@ bool fds_written_size(uint64_t dev, uint64_t ino, uint64_t size_now, uint64_t *s
 	return false;
 }
 
-/* A file opened for writing: listed if the newest checkpoint did not hold
- * it open (fds_written_size). */
-static void opened_for_writing(int fd, const struct stat *st)
+/* A file opened for writing that the newest checkpoint did not hold open:
+ * its length now is the one it had then, kept for a restart to cut it
+ * back to (undo_keep_length), and listed (fds_written_size) to see writes
+ * in place. A file without a name has its bytes in the checkpoint. */
+static void opened_for_writing(int fd, const struct stat *st, int flags)
 {
 	struct session *s = session_get();
 	uint64_t size, id;
+	char path[PATH_MAX];
 	int fl;
 
-	if (!S_ISREG(st->st_mode) || st->st_size <= 0 || !s || !s->last_id ||
-	    (fl = fcntl(fd, F_GETFL)) < 0 || (fl & O_ACCMODE) == O_RDONLY)
+	if (!S_ISREG(st->st_mode) || !st->st_nlink || !s || !s->last_id ||
+	    (fl = fcntl(fd, F_GETFL)) < 0 || (fl & O_ACCMODE) == O_RDONLY ||
+	    checkpointed_size(st->st_dev, st->st_ino, &size, &id))
 		return;
+	fds_path_of(fd, path, sizeof(path));
+	/* Emptied by this open, its length then is lost: a restart leaves it as
+	 * the program last wrote it (README). */
+	undo_keep_length(path, st->st_dev, st->st_ino, s->last_id,
+			 flags & O_TRUNC ? UNDO_LENGTH_LOST : (uint64_t)st->st_size);
 	fds_written_size(st->st_dev, st->st_ino, (uint64_t)st->st_size, &size, &id, fd, NULL);
 }
 
-int fds_opened(int fd, const char *call)
+int fds_opened(int fd, int flags, const char *call)
 {
 	FDS_LOCKED();
 	char why[PATH_MAX + 64];
@@ -329,7 +338,7 @@ int fds_opened(int fd, const char *call)
 				     : "error");
 		return fd;
 	}
-	opened_for_writing(fd, &st);
+	opened_for_writing(fd, &st, flags);
 	return place(fd, 3, next_desc++, -1, &st);
 }
 
@@ -461,7 +470,7 @@ void fds_reclaim(int fd)
 	slots[fd] = (struct fds_slot){.state = SLOT_OTHER, .std_of = -1};
 }
 
-void fds_reopened(int fd, const char *call)
+void fds_reopened(int fd, int flags, const char *call)
 {
 	FDS_LOCKED();
 	char why[PATH_MAX + 64];
@@ -471,7 +480,7 @@ void fds_reopened(int fd, const char *call)
 		return;
 	if (unrestorable(fd, &st, why, sizeof(why)))
 		fds_refuse("%s of %s", call, why);
-	opened_for_writing(fd, &st);
+	opened_for_writing(fd, &st, flags);
 	slots[fd].desc = next_desc++;
 	slots[fd].std_of = -1;
 	slots[fd].dev = st.st_dev;

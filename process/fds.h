@@ -55,8 +55,8 @@ void fds_unlock(int *unused);
 /* The program's side (preload/files.c), each on the result of the real
  * call, returning the descriptor the program gets: */
 /* fd is a new open file description (open, creat, fopen, mkstemp,
- * opendir). */
-int fds_opened(int fd, const char *call);
+ * opendir); flags are its open flags, O_TRUNC at least when known. */
+int fds_opened(int fd, int flags, const char *call);
 /* fd is a new pipe end, eventfd, timerfd, signalfd or epoll instance
  * (fds_event.c makes them again at a restart): placed like a file. */
 int fds_made(int fd, const char *call);
@@ -80,7 +80,7 @@ int fds_release(int fd);
  * freopen, fcloseall): put the placeholder back if the number is free. */
 void fds_reclaim(int fd);
 /* fd (the program's) now names another file (freopen kept its number). */
-void fds_reopened(int fd, const char *call);
+void fds_reopened(int fd, int flags, const char *call);
 
 /* Whether a checkpoint holds written files (else no write needs a look). */
 bool fds_watching(void);

@@ -40,6 +40,7 @@ struct ufile {
 	int n, cap;
 	int rd;	    /* open to read it, -1 until needed */
 	char *path; /* as the records name it, NULL until needed */
+	bool length_kept; /* its length at the checkpoint is in the record */
 };
 
 static struct ufile *files;
@@ -132,49 +133,69 @@ static int open_record(struct session *s, struct why *why)
 	return 0;
 }
 
-/* Append [a, b) of the file as it is now (read through rd). */
-static int save(struct session *s, const char *path, struct ufile *f, int rd, uint64_t old_size,
-		uint64_t a, uint64_t b, struct why *why)
+/* Append one record: n bytes the file had at offset (none: only its
+ * length old_size, to cut it back to). */
+static int put_record(const struct ufile *f, uint64_t old_size, uint64_t offset, const char *bytes,
+		      size_t n, struct why *why)
 {
-	static char *buf;
-	size_t plen = strlen(path);
-	int ret;
+	size_t plen = strlen(f->path);
+	struct undo_rec h = {.path_len = (uint32_t)plen,
+			     .dev = f->dev,
+			     .ino = f->ino,
+			     .old_size = old_size,
+			     .offset = offset,
+			     .len = n};
+	struct iovec iov[3];
+	ssize_t w;
 
-	if (rec_bytes + (b - a) + ((b - a) / CHUNK + 1) * (sizeof(struct undo_rec) + plen) >
+	memcpy(h.magic, UNDO_MAGIC, 4);
+	iov[0] = (struct iovec){&h, sizeof(h)};
+	iov[1] = (struct iovec){f->path, plen};
+	iov[2] = (struct iovec){(void *)bytes, n};
+	w = writev(rec_fd, iov, 3);
+	if (w != (ssize_t)(sizeof(h) + plen + n)) {
+		int e = w < 0 ? errno : ENOSPC;
+
+		/* A torn record at the end is ignored by the restart: the
+		 * write it stood before never happened. */
+		return why_set(why, -e, "cannot write its undo record: %s", strerror(e));
+	}
+	rec_bytes += (uint64_t)w;
+	return 0;
+}
+
+/* Whether n more bytes of records for f fit in STASIS_UNDO_MAX. */
+static int fits(struct session *s, const struct ufile *f, uint64_t n, struct why *why)
+{
+	if (rec_bytes + n + (n / CHUNK + 1) * (sizeof(struct undo_rec) + strlen(f->path)) >
 	    s->cfg.undo_max)
 		return why_set(why, -EFBIG, "its undo record would pass STASIS_UNDO_MAX=%llu bytes",
 			       (unsigned long long)s->cfg.undo_max);
-	ret = open_record(s, why);
+	return 0;
+}
+
+/* Append [a, b) of the file as it is now (read through rd). */
+static int save(struct session *s, struct ufile *f, int rd, uint64_t old_size, uint64_t a,
+		uint64_t b, struct why *why)
+{
+	static char *buf;
+	int ret = fits(s, f, b - a, why);
+
+	if (!ret)
+		ret = open_record(s, why);
 	if (ret)
 		return ret;
 	if (!buf && !(buf = malloc(CHUNK)))
 		return why_set(why, -ENOMEM, "out of memory for its undo record");
 	while (a < b) {
 		size_t want = b - a < CHUNK ? b - a : CHUNK;
-		ssize_t n = pread(rd, buf, want, (off_t)a), w;
-		struct undo_rec h = {.path_len = (uint32_t)plen,
-				     .dev = f->dev,
-				     .ino = f->ino,
-				     .old_size = old_size,
-				     .offset = a};
-		struct iovec iov[3];
+		ssize_t n = pread(rd, buf, want, (off_t)a);
 
 		if (n < 0)
 			return why_set(why, -errno, "cannot read it: %s", strerror(errno));
-		memcpy(h.magic, UNDO_MAGIC, 4);
-		h.len = (uint64_t)n;
-		iov[0] = (struct iovec){&h, sizeof(h)};
-		iov[1] = (struct iovec){(void *)path, plen};
-		iov[2] = (struct iovec){buf, (size_t)n};
-		w = writev(rec_fd, iov, 3);
-		if (w != (ssize_t)(sizeof(h) + plen + (size_t)n)) {
-			int e = w < 0 ? errno : ENOSPC;
-
-			/* A torn record at the end is ignored by the restart:
-			 * the write it stood before never happened. */
-			return why_set(why, -e, "cannot write its undo record: %s", strerror(e));
-		}
-		rec_bytes += (uint64_t)w;
+		ret = put_record(f, old_size, a, buf, (size_t)n, why);
+		if (ret)
+			return ret;
 		if ((size_t)n < want)
 			break; /* the file is shorter: nothing there to overwrite */
 		a += (uint64_t)n;
@@ -260,7 +281,7 @@ void undo_will_change(const char *path, uint64_t dev, uint64_t ino, int fd, uint
 		if (end > at) {
 			ret = ready(f, path, fd, &why);
 			if (!ret)
-				ret = save(s, f->path, f, f->rd, old_size, at, end, &why);
+				ret = save(s, f, f->rd, old_size, at, end, &why);
 			if (!ret)
 				ret = add_range(f, at, end);
 			/* The ranges moved: find the one after end again. */
@@ -284,6 +305,37 @@ out:
 		fds_mark_overwritten(path, (int64_t)from, old_size, id,
 				     why.msg[0] ? why.msg : strerror(-ret));
 	}
+}
+
+void undo_keep_length(const char *path, uint64_t dev, uint64_t ino, uint64_t id, uint64_t size)
+{
+	FDS_LOCKED();
+	static bool refused;
+	struct session *s = session_get();
+	struct why why = WHY_INIT;
+	struct ufile *f;
+	int ret;
+
+	if (refused || !s)
+		return;
+	new_interval(id);
+	f = file_of(dev, ino);
+	if (f && (f->length_kept || size == UNDO_LENGTH_LOST)) {
+		f->length_kept = true;
+		return;
+	}
+	if (!f || (!f->path && !(f->path = strdup(path))))
+		ret = why_set(&why, -ENOMEM, "out of memory for its undo record");
+	else if (!(ret = fits(s, f, 0, &why)) && !(ret = open_record(s, &why)))
+		ret = put_record(f, size, size, NULL, 0, &why);
+	if (!ret) {
+		f->length_kept = true;
+		return;
+	}
+	refused = true;
+	fds_refuse("%s, opened for writing after checkpoint %llu: its length then (%llu bytes) "
+		   "cannot be kept for a restart to cut it back to (%s)",
+		   path, (unsigned long long)id, (unsigned long long)size, why.msg);
 }
 
 /* --- the restart ------------------------------------------------------------------ */
@@ -388,6 +440,14 @@ static int check_one(const struct undo_rec *h, const char *path, const char *byt
 	if (undo_restores(h->dev, h->ino))
 		return 0;
 	fd = open(path, O_WRONLY | O_CLOEXEC);
+	/* Only a length to cut back to: a file gone or replaced since (a
+	 * temporary file renamed, a log removed) has nothing to cut. */
+	if (!h->len && (fd < 0 ? errno == ENOENT
+			       : fstat(fd, &st) || st.st_ino != h->ino || st.st_dev != h->dev)) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
 	if (fd < 0)
 		return why_set(why, -errno,
 			       "%s, written in place after the checkpoint, cannot be put back: %s",
@@ -454,6 +514,11 @@ int undo_restart_check(struct session *s, uint64_t id, struct why *why)
 	free(ids);
 	if (ret)
 		forget();
+	else if (s->images_rebuilt)
+		pr_warn("files this rank opened for writing after checkpoint %llu and closed again "
+			"(a log appended to every step) cannot be cut back to their lengths then: "
+			"their undo record was lost with this rank's node",
+			(unsigned long long)id);
 	return ret;
 }
 
@@ -470,6 +535,8 @@ static int apply_one(const struct undo_rec *h, const char *path, const char *byt
 {
 	int i;
 
+	if (!undo_restores(h->dev, h->ino))
+		return 0; /* only its length, and gone or replaced (check_one) */
 	for (i = 0; i < nopen; i++)
 		if (open_files[i].dev == h->dev && open_files[i].ino == h->ino)
 			break;

@@ -33,7 +33,9 @@
  *                data file in place every iteration, and read it back;
  *                and every iteration open the tally file files.tally.<rank>
  *                again, add to one of its numbers in place, and close it
- *                (as codes that reopen their output every step do)
+ *                (as codes that reopen their output every step do), and
+ *                append a line to files.journal.<rank>, opened in append
+ *                mode and closed again each time (made empty at start)
  *
  * Output (rank 0, stdout):
  *   files: n=<N> iters=<ITERS> checksum=<16 hex> log=<bytes> data=<bytes>
@@ -214,7 +216,8 @@ int main(int argc, char **argv)
 	long n = 4096, iters = 2000, pos = 0;
 	int size, data = -1, back, null, dir, early = 0, overwrite = 0, out;
 	const char *refuse = NULL;
-	char logname[64], dataname[64], tallyname[64], line[256], record[RECORD], old[RECORD];
+	char logname[64], dataname[64], tallyname[64], journalname[64], line[256];
+	char record[RECORD], old[RECORD];
 	double tally[8] = {0};
 	double *x, sum, total = 0;
 	uint64_t h = HASH_START, logb = 0, datab = 0, all[2];
@@ -251,11 +254,15 @@ int main(int argc, char **argv)
 	snprintf(logname, sizeof(logname), "files.log.%d", rank);
 	snprintf(dataname, sizeof(dataname), "files.data.%d", rank);
 	snprintf(tallyname, sizeof(tallyname), "files.tally.%d", rank);
+	snprintf(journalname, sizeof(journalname), "files.journal.%d", rank);
 	if (overwrite) {
 		int t = open(tallyname, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 		if (t < 0 || write(t, tally, sizeof(tally)) != (ssize_t)sizeof(tally) || close(t))
 			die("cannot make the tally file");
+		t = open(journalname, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (t < 0 || close(t))
+			die("cannot make the journal");
 	}
 	in = fopen("files.in", "r");
 	log = fopen(logname, "w");
@@ -330,6 +337,12 @@ int main(int argc, char **argv)
 			    close(t))
 				die("cannot write the tally file");
 			h = hash_mix(h, tally, sizeof(tally));
+			/* Appended to, closed at most checkpoints: a restart
+			 * that did not cut it back repeats lines. */
+			FILE *j = fopen(journalname, "a");
+
+			if (!j || fprintf(j, "it %ld sum %.17g\n", it, sum) < 0 || fclose(j))
+				die("cannot append to the journal");
 		}
 		if (write(null, record, 16) != 16)
 			die("write /dev/null");

@@ -17,9 +17,11 @@
 #              (a launcher that leaks it): the restart stops with one line
 #              instead of taking it; without it the restart resumes
 #   overwrite  the program rewrites a record of its data file in place
-#              every iteration and reads it back first: killed after two
-#              checkpoints, the restart puts the record back from the undo
-#              record (process/undo.h); same output, same files
+#              every iteration and reads it back first, and appends a line
+#              to a journal it opens and closes every iteration: killed
+#              after two checkpoints, the restart puts the record back from
+#              the undo record (process/undo.h) and cuts the journal back to
+#              its length at the checkpoint; same output, same files
 #   undo-max   the same with STASIS_UNDO_MAX too small for one record:
 #              stasis says so naming the file and the limit, takes no more
 #              checkpoints, the run ends right, and a restart from the
@@ -85,7 +87,8 @@ cd "$run"
 # Every file the uninterrupted run wrote, equal in run/.
 expect_same_files() {
 	local f n=0
-	for f in "$ref"/files.log.* "$ref"/files.data.*; do
+	for f in "$ref"/files.log.* "$ref"/files.data.* "$ref"/files.journal.*; do
+		[[ -e $f ]] || continue # no journal without --overwrite
 		cmp -s "$f" "$run/${f##*/}" || {
 			cmp "$f" "$run/${f##*/}" || true
 			cr_fail "${f##*/} differs from the uninterrupted run's"
