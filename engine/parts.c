@@ -17,6 +17,7 @@
 #include "threads.h"
 #include "windows.h"
 #include "workdir.h"
+#include "names.h"
 #include "stdin_relay.h"
 
 /* The only place the order is written; each position has its reason
@@ -33,6 +34,7 @@ static const struct part_ops *const parts[] = {
     &callstack_part, /* saved only, for stasis-inspect */
     &procname_part,  /* restart only: /proc's command line, once the stack is back */
     &workdir_part,   /* checked with the files; entered once the memory is back */
+    &names_part,     /* after the files: their undo records name names too */
     &stdin_part,     /* checked last: a restart's input is read only once the rest is sound */
     &exits_part,     /* registered again last, once everything they may touch is back */
 };

@@ -75,10 +75,11 @@ enum section_kind {
 	SECTION_SHARED_WINDOWS = 14, /* this rank's parts of shared windows: struct shwin_record */
 	SECTION_WORKDIR = 15,	/* working directory and umask: struct workdir_record */
 	SECTION_STDIN = 16,	/* what the program read of its standard input: struct stdin_record */
+	SECTION_NAMES = 17,	/* directories made, files removed, to make again: struct names_record */
 };
 
 #define SECTION_FIRST SECTION_MPI
-#define SECTION_LAST SECTION_STDIN
+#define SECTION_LAST SECTION_NAMES
 
 enum region_flags {
 	REGION_PARTIAL = 1u << 0, /* incremental: bitmap + dirty pages only */
@@ -250,6 +251,31 @@ struct exits_record {
 struct workdir_record {
 	char magic[8]; /* STASIS_WORKDIR_MAGIC */
 	uint32_t umask;
+	uint32_t path_len;
+};
+
+/* SECTION_NAMES: what a killed run did to names after the checkpoint a
+ * restart resumed from, that the restarted program has not done again yet
+ * (process/names.h): a struct names_record, then nnames entries, each a
+ * struct name_entry and its absolute path (path_len bytes, NUL included,
+ * padded to 8). */
+#define STASIS_NAMES_MAGIC "STASISNM"
+
+enum name_op {
+	NAME_MKDIR = 1,	 /* a directory made (mkdir) */
+	NAME_UNLINK = 2, /* a file removed (unlink) */
+	NAME_RMDIR = 3,	 /* a directory removed (rmdir) */
+};
+
+struct names_record {
+	char magic[8]; /* STASIS_NAMES_MAGIC */
+	uint32_t nnames;
+	uint32_t reserved;
+	uint64_t bytes; /* this struct included */
+};
+
+struct name_entry {
+	uint32_t op; /* enum name_op */
 	uint32_t path_len;
 };
 

@@ -14,10 +14,12 @@
 
 #include "fds.h"
 #include "log.h"
+#include "names.h"
 #include "store.h"
 #include "undo.h"
 
 #define UNDO_MAGIC "UNDO"
+#define NAME_MAGIC "NAME" /* a name made or removed (names.h): old_size the op */
 #define CHUNK (1u << 20)
 #define MAX_IDS 4096
 
@@ -135,8 +137,8 @@ static int open_record(struct session *s, struct why *why)
 
 /* Append one record: n bytes the file had at offset (none: only its
  * length old_size, to cut it back to). */
-static int put_record(const struct ufile *f, uint64_t old_size, uint64_t offset, const char *bytes,
-		      size_t n, struct why *why)
+static int put_record(const struct ufile *f, const char *magic, uint64_t old_size, uint64_t offset,
+		      const char *bytes, size_t n, struct why *why)
 {
 	size_t plen = strlen(f->path);
 	struct undo_rec h = {.path_len = (uint32_t)plen,
@@ -148,7 +150,7 @@ static int put_record(const struct ufile *f, uint64_t old_size, uint64_t offset,
 	struct iovec iov[3];
 	ssize_t w;
 
-	memcpy(h.magic, UNDO_MAGIC, 4);
+	memcpy(h.magic, magic, 4);
 	iov[0] = (struct iovec){&h, sizeof(h)};
 	iov[1] = (struct iovec){f->path, plen};
 	iov[2] = (struct iovec){(void *)bytes, n};
@@ -193,7 +195,7 @@ static int save(struct session *s, struct ufile *f, int rd, uint64_t old_size, u
 
 		if (n < 0)
 			return why_set(why, -errno, "cannot read it: %s", strerror(errno));
-		ret = put_record(f, old_size, a, buf, (size_t)n, why);
+		ret = put_record(f, UNDO_MAGIC, old_size, a, buf, (size_t)n, why);
 		if (ret)
 			return ret;
 		if ((size_t)n < want)
@@ -327,7 +329,7 @@ void undo_keep_length(const char *path, uint64_t dev, uint64_t ino, uint64_t id,
 	if (!f || (!f->path && !(f->path = strdup(path))))
 		ret = why_set(&why, -ENOMEM, "out of memory for its undo record");
 	else if (!(ret = fits(s, f, 0, &why)) && !(ret = open_record(s, &why)))
-		ret = put_record(f, size, size, NULL, 0, &why);
+		ret = put_record(f, UNDO_MAGIC, size, size, NULL, 0, &why);
 	if (!ret) {
 		f->length_kept = true;
 		return;
@@ -336,6 +338,30 @@ void undo_keep_length(const char *path, uint64_t dev, uint64_t ino, uint64_t id,
 	fds_refuse("%s, opened for writing after checkpoint %llu: its length then (%llu bytes) "
 		   "cannot be kept for a restart to cut it back to (%s)",
 		   path, (unsigned long long)id, (unsigned long long)size, why.msg);
+}
+
+void undo_note_name(uint32_t op, const char *path, uint64_t id)
+{
+	FDS_LOCKED();
+	static bool refused;
+	struct session *s = session_get();
+	struct why why = WHY_INIT;
+	struct ufile f = {.path = (char *)path};
+	int ret;
+
+	if (refused || !s)
+		return;
+	new_interval(id);
+	if (rec_bytes + sizeof(struct undo_rec) + strlen(path) > s->cfg.undo_max)
+		ret = why_set(&why, -EFBIG, "its undo record would pass STASIS_UNDO_MAX=%llu bytes",
+			      (unsigned long long)s->cfg.undo_max);
+	else if (!(ret = open_record(s, &why)))
+		ret = put_record(&f, NAME_MAGIC, op, 0, NULL, 0, &why);
+	if (!ret)
+		return;
+	refused = true;
+	fds_refuse("%s, %s after checkpoint %llu, cannot be kept for a restart (%s)", path,
+		   op == NAME_MKDIR ? "made" : "removed", (unsigned long long)id, why.msg);
 }
 
 /* --- the restart ------------------------------------------------------------------ */
@@ -402,7 +428,8 @@ static int walk(const struct record_file *rf, rec_fn fn, struct why *why)
 		int ret;
 
 		memcpy(&h, rf->data + at, sizeof(h));
-		if (memcmp(h.magic, UNDO_MAGIC, 4) || h.path_len == 0 || h.path_len >= PATH_MAX)
+		if ((memcmp(h.magic, UNDO_MAGIC, 4) && memcmp(h.magic, NAME_MAGIC, 4)) ||
+		    h.path_len == 0 || h.path_len >= PATH_MAX)
 			return why_set(why, -EBADMSG,
 				       "the undo record of checkpoint %llu is damaged",
 				       (unsigned long long)rf->id);
@@ -437,6 +464,11 @@ static int check_one(const struct undo_rec *h, const char *path, const char *byt
 	int fd;
 
 	(void)bytes;
+	if (!memcmp(h->magic, NAME_MAGIC, 4)) {
+		if (h->old_size < NAME_MKDIR || h->old_size > NAME_RMDIR || path[0] != '/')
+			return why_set(why, -EBADMSG, "an undo record names %s wrongly", path);
+		return 0;
+	}
 	if (undo_restores(h->dev, h->ino))
 		return 0;
 	fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -516,8 +548,9 @@ int undo_restart_check(struct session *s, uint64_t id, struct why *why)
 		forget();
 	else if (s->images_rebuilt)
 		pr_warn("files this rank opened for writing after checkpoint %llu and closed again "
-			"(a log appended to every step) cannot be cut back to their lengths then: "
-			"their undo record was lost with this rank's node",
+			"(a log appended to every step) cannot be cut back to their lengths then, "
+			"nor the directories it made or the files it removed passed over: their "
+			"undo record was lost with this rank's node",
 			(unsigned long long)id);
 	return ret;
 }
@@ -535,6 +568,10 @@ static int apply_one(const struct undo_rec *h, const char *path, const char *byt
 {
 	int i;
 
+	if (!memcmp(h->magic, NAME_MAGIC, 4))
+		return names_pending_add((uint32_t)h->old_size, path)
+			   ? why_set(why, -ENOMEM, "out of memory applying undo records")
+			   : 0;
 	if (!undo_restores(h->dev, h->ino))
 		return 0; /* only its length, and gone or replaced (check_one) */
 	for (i = 0; i < nopen; i++)

@@ -41,6 +41,10 @@ void undo_keep_length(const char *path, uint64_t dev, uint64_t ino, uint64_t id,
  * the interval either. */
 #define UNDO_LENGTH_LOST UINT64_MAX
 
+/* The program made or removed path (names.h, op an enum name_op) after the
+ * newest checkpoint id: kept in id's record for a restart. */
+void undo_note_name(uint32_t op, const char *path, uint64_t id);
+
 /* Restart from checkpoint id: check that the undo records of id and newer
  * are readable and the files they name are there (the same files); the
  * files the records will cut back to a length, for fds_image.c's check

@@ -4,7 +4,10 @@ halos exchanged with Sendrecv, a sum reduced every step, matrix products
 (BLAS), a random generator's state, a dict and a Decimal growing as it
 goes, and now and then a shell run through subprocess (CPython makes its
 children with vfork(): they run in the rank's memory until they exec).
-A table is read through numpy.load(mmap_mode='r') (a read-only MAP_SHARED
+Every 5 steps it saves its first row in a directory of its own it makes
+with os.makedirs, and removes the one of 10 steps before (os.remove,
+os.rmdir): both raise if a restart finds the directory there already or
+the file gone. A table is read through numpy.load(mmap_mode='r') (a read-only MAP_SHARED
 mapping, its descriptor kept open by Python's mmap) from a temporary
 directory removed at once (the descriptor's file then has no name).
 mpi4py asks
@@ -17,6 +20,7 @@ imported after MPI_Init.
 Output (rank 0, stdout, at the end): one line with every rank's digest.
 """
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,6 +48,7 @@ def main():
         name = os.path.join(tmp, "table.npy")
         np.save(name, np.sin(np.arange(100000) * 1e-3 + rank))
         table = np.load(name, mmap_mode="r")
+    work = tempfile.mkdtemp(prefix="numpy_mpi.")
     for it in range(iters):
         comm.Sendrecv(u[0].copy(), dest=up, recvbuf=bottom, source=down)
         comm.Sendrecv(u[-1].copy(), dest=down, recvbuf=top, source=up)
@@ -58,6 +63,14 @@ def main():
         hist[key] = hist.get(key, 0) + int(abs(s) * 1000) % 1009
         if it % 50 == 0:
             hist["w%d" % it] = round(float(np.linalg.norm(u)), 9)
+        if it % 5 == 0:
+            step = os.path.join(work, "step%d" % it)
+            os.makedirs(step)
+            np.save(os.path.join(step, "row.npy"), u[0])
+            if it >= 10:
+                old = os.path.join(work, "step%d" % (it - 10))
+                os.remove(os.path.join(old, "row.npy"))
+                os.rmdir(old)
         if it % 25 == 0:
             out = subprocess.run(["sh", "-c", "echo %d $((%d * 3))" % (it, rank)],
                                  capture_output=True, text=True, check=True).stdout
@@ -65,6 +78,9 @@ def main():
         if it % 10 == 0:
             # A matrix product: BLAS's, on its threads if it has any.
             hist["m%d" % it] = round(float((u @ u.T).trace()), 6)
+    hist["left"] = sorted(os.listdir(work))
+    hist["last"] = round(float(np.load(os.path.join(work, "step%d" % (iters - 1 - (iters - 1) % 5), "row.npy")).sum()), 9)
+    shutil.rmtree(work)
     mine = zlib.crc32(u.tobytes()) ^ zlib.crc32(json.dumps(hist, sort_keys=True).encode())
     every = comm.gather([mine, str(acc)], root=0)
     if rank == 0:
