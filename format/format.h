@@ -265,6 +265,7 @@ enum name_op {
 	NAME_MKDIR = 1,	 /* a directory made (mkdir) */
 	NAME_UNLINK = 2, /* a file removed (unlink) */
 	NAME_RMDIR = 3,	 /* a directory removed (rmdir) */
+	NAME_CREATE = 4, /* a file made with O_CREAT | O_EXCL */
 };
 
 struct names_record {

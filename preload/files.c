@@ -18,6 +18,7 @@
 #undef _FILE_OFFSET_BITS
 #define _LARGEFILE64_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -38,6 +39,8 @@
 
 #include "runtime.h"
 #include "fds.h"
+#include "format.h"
+#include "names.h"
 #include "interpose.h"
 #include "regions.h"
 #include "sigstate.h"
@@ -70,44 +73,84 @@ static inline int restart_flags(int flags)
 		va_end(ap);                                                                        \
 	}
 
+/* An exclusive create (O_CREAT | O_EXCL: Fortran's STATUS='NEW', Python's
+ * open(..., 'x')) that fd answered. Made after a checkpoint, it is named for
+ * a restart (process/names.h); refused with EEXIST because the run a
+ * restart replaced made it after the checkpoint, it is to be opened again
+ * without O_EXCL and emptied, as the new file the program expects: true,
+ * with *flags to do so. */
+static bool exclusive_again(int fd, int dirfd, const char *path, int *flags)
+{
+	if ((*flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL))
+		return false;
+	if (fd >= 0) {
+		names_done(NAME_CREATE, dirfd, path);
+		return false;
+	}
+	if (errno != EEXIST || !names_redone(NAME_CREATE, dirfd, path))
+		return false;
+	*flags = (*flags & ~O_EXCL) | O_TRUNC;
+	return true;
+}
+
 EXPORT int open(const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
 	REAL(open);
+	int fd;
+
 	if (!for_application_fds(CALLER))
 		return real(path, flags, mode);
 	flags = restart_flags(flags);
-	return fds_opened(real(path, flags, mode), flags, "open()");
+	fd = real(path, flags, mode);
+	if (exclusive_again(fd, AT_FDCWD, path, &flags))
+		fd = real(path, flags, mode);
+	return fds_opened(fd, flags, "open()");
 }
 
 EXPORT int open64(const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
 	REAL(open64);
+	int fd;
+
 	if (!for_application_fds(CALLER))
 		return real(path, flags, mode);
 	flags = restart_flags(flags);
-	return fds_opened(real(path, flags, mode), flags, "open()");
+	fd = real(path, flags, mode);
+	if (exclusive_again(fd, AT_FDCWD, path, &flags))
+		fd = real(path, flags, mode);
+	return fds_opened(fd, flags, "open()");
 }
 
 EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
 	REAL(openat);
+	int fd;
+
 	if (!for_application_fds(CALLER))
 		return real(dirfd, path, flags, mode);
 	flags = restart_flags(flags);
-	return fds_opened(real(dirfd, path, flags, mode), flags, "openat()");
+	fd = real(dirfd, path, flags, mode);
+	if (exclusive_again(fd, dirfd, path, &flags))
+		fd = real(dirfd, path, flags, mode);
+	return fds_opened(fd, flags, "openat()");
 }
 
 EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
 	REAL(openat64);
+	int fd;
+
 	if (!for_application_fds(CALLER))
 		return real(dirfd, path, flags, mode);
 	flags = restart_flags(flags);
-	return fds_opened(real(dirfd, path, flags, mode), flags, "openat()");
+	fd = real(dirfd, path, flags, mode);
+	if (exclusive_again(fd, dirfd, path, &flags))
+		fd = real(dirfd, path, flags, mode);
+	return fds_opened(fd, flags, "openat()");
 }
 
 /* What _FORTIFY_SOURCE makes of open() without a mode. */

@@ -174,7 +174,7 @@ static int names_check(const struct restart_input *in, struct why *why)
 		at += sizeof(e);
 		if (e.path_len < 2 || e.path_len > PATH_MAX || e.path_len > h.bytes - at ||
 		    base[at] != '/' || base[at + e.path_len - 1] ||
-		    strlen(base + at) + 1 != e.path_len || e.op < NAME_MKDIR || e.op > NAME_RMDIR)
+		    strlen(base + at) + 1 != e.path_len || e.op < NAME_MKDIR || e.op > NAME_CREATE)
 			goto damaged;
 		if (add(&loaded, e.op, base + at))
 			return why_set(why, -ENOMEM, "no memory for the record of names");

@@ -1,5 +1,6 @@
 /* Names the program made or removed after a checkpoint: directories it made
- * (mkdir), files and directories it removed (unlink, rmdir).
+ * (mkdir), files it made exclusively (O_CREAT | O_EXCL: Fortran's
+ * STATUS='NEW'), files and directories it removed (unlink, rmdir).
  *
  * A restart puts the program's memory back at the checkpoint, but not the
  * file system: a directory the killed run made after the checkpoint is
@@ -25,8 +26,8 @@
 /* The program's call op (enum name_op) on path (relative to dirfd, or to
  * the working directory for AT_FDCWD) succeeded: kept for a restart. */
 void names_done(uint32_t op, int dirfd, const char *path);
-/* The program's call op on path failed with EEXIST (NAME_MKDIR) or ENOENT
- * (the others): true when the run a restart replaced did it already, so
+/* The program's call op on path failed with EEXIST (NAME_MKDIR,
+ * NAME_CREATE) or ENOENT (the others): true when the run a restart replaced did it already, so
  * that it succeeds now (once per name). */
 bool names_redone(uint32_t op, int dirfd, const char *path);
 /* A restart's undo records name path as done by op after the checkpoint. */

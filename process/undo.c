@@ -361,7 +361,8 @@ void undo_note_name(uint32_t op, const char *path, uint64_t id)
 		return;
 	refused = true;
 	fds_refuse("%s, %s after checkpoint %llu, cannot be kept for a restart (%s)", path,
-		   op == NAME_MKDIR ? "made" : "removed", (unsigned long long)id, why.msg);
+		   op == NAME_MKDIR || op == NAME_CREATE ? "made" : "removed", (unsigned long long)id,
+		   why.msg);
 }
 
 /* --- the restart ------------------------------------------------------------------ */
@@ -465,7 +466,7 @@ static int check_one(const struct undo_rec *h, const char *path, const char *byt
 
 	(void)bytes;
 	if (!memcmp(h->magic, NAME_MAGIC, 4)) {
-		if (h->old_size < NAME_MKDIR || h->old_size > NAME_RMDIR || path[0] != '/')
+		if (h->old_size < NAME_MKDIR || h->old_size > NAME_CREATE || path[0] != '/')
 			return why_set(why, -EBADMSG, "an undo record names %s wrongly", path);
 		return 0;
 	}

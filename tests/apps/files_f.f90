@@ -12,6 +12,9 @@
 !     it: only the checkpoint holds its bytes): a record per iteration,
 !     every 1000 iterations rewound and read back whole, after which the
 !     writes go on at its end;
+!   - every 250 iterations a new file files.new.<rank>.<n> is written with
+!     STATUS='NEW' (an exclusive create: it must not exist yet; those of a
+!     run before in the directory are deleted at the start);
 !   - files.data.mpi, shared by every rank through MPI-IO (MPI_FILE_OPEN with
 !     a blank-padded CHARACTER name, a view with each rank's displacement),
 !     gets each rank's sum with MPI_FILE_WRITE_AT_ALL every 8 iterations;
@@ -31,7 +34,7 @@ program files_f
   real(dp), allocatable :: x(:)
   real(dp) :: v, s, total, rec(nrec), old(nrec)
   integer(i8) :: h
-  character(len=64) :: arg, logname, dataname, mpiname
+  character(len=64) :: arg, logname, dataname, mpiname, newname
   integer :: fh, status(MPI_STATUS_SIZE)
   integer(kind=MPI_OFFSET_KIND) :: disp, zero
 
@@ -57,6 +60,12 @@ program files_f
         recl=8*nrec, action='readwrite')
   open (14, file='/dev/null', status='old', action='write')
   open (15, status='scratch', form='unformatted', access='sequential')
+  ! The new files of a run before in this directory, gone.
+  do i = 0, (iters - 1)/250
+    write (newname, '(a,i0,a,i0)') 'files.new.', rank, '.', i
+    open (16, file=newname, status='unknown')
+    close (16, status='delete')
+  end do
   mpiname = 'files.data.mpi'
   call MPI_FILE_OPEN(MPI_COMM_WORLD, mpiname, MPI_MODE_CREATE + MPI_MODE_WRONLY, &
                      MPI_INFO_NULL, fh, ierr)
@@ -91,6 +100,12 @@ program files_f
     h = ieor(ishftc(h, 7), int(mod(old(1)*1.0e6_dp, 1.0e12_dp), i8))
     write (14, '(a,i0)') 'progress ', it
     write (15) it, s
+    if (mod(it, 250) == 0) then
+      write (newname, '(a,i0,a,i0)') 'files.new.', rank, '.', it/250
+      open (16, file=newname, status='new', action='write')
+      write (16, '(a,i0,a,es24.17e3)') 'it ', it, ' sum ', s
+      close (16)
+    end if
     if (mod(it, 1000) == 999) then
       rewind (15)
       do i = 0, it
