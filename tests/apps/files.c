@@ -13,7 +13,7 @@
  *     and a directory stream, read again at the end);
  *   - keeps three files without a name, whose bytes only the checkpoint
  *     holds: a tmpfile() stream it writes a line to per iteration and
- *     reads back every 16; an O_TMPFILE descriptor it rewrites a record
+ *     reads the last 16 back every 16; an O_TMPFILE descriptor it rewrites a record
  *     of in place per iteration (pwrite) and reads another (pread); and a
  *     file it opened twice (appending, and read-only) before deleting it,
  *     whose reader follows what the writer appends;
@@ -161,6 +161,7 @@ static void make_refused(const char *kind)
 /* The files without a name (see the top). */
 static FILE *scratch;
 static int slots = -1, gone_writer = -1, gone_reader = -1;
+static long mark; /* where the scratch stream's last 16 lines begin */
 #define SLOTS 64
 
 static void nameless_open(void)
@@ -183,11 +184,13 @@ static uint64_t nameless_step(long it, const char *record, uint64_t h)
 	char back[RECORD], line[RECORD];
 	ssize_t n;
 
+	if (it % 16 == 0)
+		mark = ftell(scratch);
 	fprintf(scratch, "%s\n", record);
 	if (it % 16 == 15) {
-		/* Read from the start, then go on writing at the end. */
+		/* The last 16 lines read back, then the writes go on at the end. */
 		fflush(scratch);
-		rewind(scratch);
+		fseek(scratch, mark, SEEK_SET);
 		while (fgets(line, sizeof(line), scratch))
 			h = hash_mix(h, line, strlen(line));
 		fseek(scratch, 0, SEEK_END);

@@ -15,7 +15,7 @@ cr_setup
 
 # What the warning must name, per kind.
 declare -A names=(
-	[file]='mmap.MAP_SHARED. of a file ./tmp/stasis-refuse'
+	[file]='mmap.MAP_SHARED. of a file, writable ./tmp/stasis-refuse'
 	[fixed]='fixed anonymous mmap.. outside'
 	[shmat]='shared memory .shmat.'
 	[sbrk]='sbrk..'
