@@ -6,15 +6,20 @@
  * file of UNDO_MIB MiB written, a checkpoint asked for (SIGUSR1 to mpirun,
  * under stasis only), and the file overwritten in place: 64-byte writes
  * each the first over its bytes (each saves them), the same writes again
- * (saved already), and 1 MiB writes the first over theirs. Rank 0 prints
- * one line per case:
- *   <case> <ns per call>        (overwrite_1MiB: ns per MiB)
+ * (saved already), and 1 MiB writes the first over theirs; then, still
+ * after the checkpoint, a log opened in append mode, written 64 bytes and
+ * closed again (the first open of a file after a checkpoint keeps its
+ * length for a restart), and a directory made and removed (each named in
+ * the undo record, process/names.h). Rank 0 prints one line per case:
+ *   <case> <ns per call>        (overwrite_1MiB: ns per MiB,
+ *                                mkdir_rmdir: ns per pair)
  */
 #include <fcntl.h>
 #include <glob.h>
 #include <mpi.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -95,6 +100,23 @@ static void undo_cases(int rank, long n)
 		printf("overwrite_1MiB %.0f\n", (now() - t0) / (UNDO_MIB / 2));
 	close(fd);
 	unlink(path);
+
+	t0 = now();
+	for (long i = 0; i < n; i++) {
+		FILE *fp = fopen(path, "a");
+
+		if (!fp || fwrite(buf, sizeof(buf), 1, fp) != 1 || fclose(fp))
+			MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+	if (rank == 0)
+		printf("append_reopen_64B %.0f\n", (now() - t0) / n);
+	unlink(path);
+	t0 = now();
+	for (long i = 0; i < n; i++)
+		if (mkdir(path, 0700) || rmdir(path))
+			MPI_Abort(MPI_COMM_WORLD, 2);
+	if (rank == 0)
+		printf("mkdir_rmdir %.0f\n", (now() - t0) / n);
 }
 
 int main(int argc, char **argv)

@@ -17,7 +17,7 @@ trap 'rm -rf "$dir"' EXIT
 export STASIS_DIR=$dir STASIS_SCHEME=single STASIS_INTERVAL=86400 TMPDIR=$dir
 
 cases=(write_64B pwrite_64B open_close fopen_fclose overwrite_first_64B overwrite_again_64B
-	overwrite_1MiB)
+	overwrite_1MiB append_reopen_64B mkdir_rmdir)
 field() { awk -v k="$1" '$1 == k { print $2 }' <<<"$2"; }
 calc() { awk "BEGIN { printf \"%.2f\", $* }"; }
 
