@@ -23,21 +23,6 @@ void fx_name(char *buf, size_t len, int gid, int ts, int slot, const char *ext)
 		snprintf(buf, len, "%s/g%d-t%d.c%d.%s", fx.dir, gid, ts, slot, ext);
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 struct iovec_part {
 	const void *p;
 	size_t n;
@@ -54,7 +39,7 @@ static int write_file(const char *path, const struct iovec_part *parts, int n)
 		return -errno;
 	int ret = 0;
 	for (int i = 0; i < n && !ret; i++)
-		ret = write_all(fd, parts[i].p, parts[i].n);
+		ret = fsutil_write_all(fd, parts[i].p, parts[i].n);
 	if (!ret && fsync(fd))
 		ret = -errno;
 	close(fd);

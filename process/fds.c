@@ -302,17 +302,15 @@ static void opened_for_writing(int fd, const struct stat *st, int flags)
 {
 	struct session *s = session_get();
 	uint64_t size, id;
-	char path[PATH_MAX];
 	int fl;
 
 	if (!S_ISREG(st->st_mode) || !st->st_nlink || !s || !s->last_id ||
 	    (fl = fcntl(fd, F_GETFL)) < 0 || (fl & O_ACCMODE) == O_RDONLY ||
 	    checkpointed_size(st->st_dev, st->st_ino, &size, &id))
 		return;
-	fds_path_of(fd, path, sizeof(path));
 	/* Emptied by this open, its length then is lost: a restart leaves it as
 	 * the program last wrote it (README). */
-	undo_keep_length(path, st->st_dev, st->st_ino, s->last_id,
+	undo_keep_length(fd, st->st_dev, st->st_ino, s->last_id,
 			 flags & O_TRUNC ? UNDO_LENGTH_LOST : (uint64_t)st->st_size);
 	fds_written_size(st->st_dev, st->st_ino, (uint64_t)st->st_size, &size, &id, fd, NULL);
 }

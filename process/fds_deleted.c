@@ -22,6 +22,7 @@
 
 #include "fds.h"
 #include "format.h"
+#include "fsutil.h"
 #include "log.h"
 #include "session.h"
 
@@ -154,20 +155,6 @@ static int nameless_file(const char *dir, mode_t mode)
 	return -1;
 }
 
-static int write_all(int k, const char *from, size_t len)
-{
-	for (size_t at = 0; at < len;) {
-		ssize_t n = write(k, from + at, len - at);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		at += (size_t)n;
-	}
-	return 0;
-}
-
 /* k opened again with the record's own access mode and flags. */
 static int open_as_recorded(int k, const struct file_record *r)
 {
@@ -201,7 +188,7 @@ int fds_deleted_make(const struct file_record *recs, char *const *data, const si
 				       "cannot make the file without a name of descriptor %d again "
 				       "in %s: %s",
 				       r->fd, data[i][0] ? data[i] : "/tmp", strerror(errno));
-		ret = write_all(k, data[i] + dlen + 1, r->size);
+		ret = fsutil_write_all(k, data[i] + dlen + 1, r->size);
 		if (ret) {
 			close(k);
 			return why_set(why, ret,

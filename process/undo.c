@@ -309,12 +309,13 @@ out:
 	}
 }
 
-void undo_keep_length(const char *path, uint64_t dev, uint64_t ino, uint64_t id, uint64_t size)
+void undo_keep_length(int fd, uint64_t dev, uint64_t ino, uint64_t id, uint64_t size)
 {
 	FDS_LOCKED();
 	static bool refused;
 	struct session *s = session_get();
 	struct why why = WHY_INIT;
+	char named[PATH_MAX];
 	struct ufile *f;
 	int ret;
 
@@ -326,7 +327,9 @@ void undo_keep_length(const char *path, uint64_t dev, uint64_t ino, uint64_t id,
 		f->length_kept = true;
 		return;
 	}
-	if (!f || (!f->path && !(f->path = strdup(path))))
+	/* Named only when its first record is written (readlink costs). */
+	fds_path_of(fd, named, sizeof(named));
+	if (!f || (!f->path && !(f->path = strdup(named))))
 		ret = why_set(&why, -ENOMEM, "out of memory for its undo record");
 	else if (!(ret = fits(s, f, 0, &why)) && !(ret = open_record(s, &why)))
 		ret = put_record(f, UNDO_MAGIC, size, size, NULL, 0, &why);
@@ -337,7 +340,7 @@ void undo_keep_length(const char *path, uint64_t dev, uint64_t ino, uint64_t id,
 	refused = true;
 	fds_refuse("%s, opened for writing after checkpoint %llu: its length then (%llu bytes) "
 		   "cannot be kept for a restart to cut it back to (%s)",
-		   path, (unsigned long long)id, (unsigned long long)size, why.msg);
+		   named, (unsigned long long)id, (unsigned long long)size, why.msg);
 }
 
 void undo_note_name(uint32_t op, const char *path, uint64_t id)
@@ -352,10 +355,7 @@ void undo_note_name(uint32_t op, const char *path, uint64_t id)
 	if (refused || !s)
 		return;
 	new_interval(id);
-	if (rec_bytes + sizeof(struct undo_rec) + strlen(path) > s->cfg.undo_max)
-		ret = why_set(&why, -EFBIG, "its undo record would pass STASIS_UNDO_MAX=%llu bytes",
-			      (unsigned long long)s->cfg.undo_max);
-	else if (!(ret = open_record(s, &why)))
+	if (!(ret = fits(s, &f, 0, &why)) && !(ret = open_record(s, &why)))
 		ret = put_record(&f, NAME_MAGIC, op, 0, NULL, 0, &why);
 	if (!ret)
 		return;

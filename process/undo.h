@@ -29,13 +29,13 @@
 void undo_will_change(const char *path, uint64_t dev, uint64_t ino, int fd, uint64_t id,
 		      uint64_t old_size, uint64_t from, uint64_t to);
 
-/* The program opens path (dev, ino), which it did not hold open at the
+/* The program opens fd's file (dev, ino), which it did not hold open at the
  * newest checkpoint id, for writing, for the first time since: its length
  * now, size, is the one it had at id. Kept in id's record (once per file
  * and interval), so that a restart cuts it back: what a killed run appended
  * after id (a log reopened in append mode every step) must not stay before
  * what the restarted run appends again. On failure refuses, naming it. */
-void undo_keep_length(const char *path, uint64_t dev, uint64_t ino, uint64_t id, uint64_t size);
+void undo_keep_length(int fd, uint64_t dev, uint64_t ino, uint64_t id, uint64_t size);
 /* size for a file this open emptied (O_TRUNC): its length then is lost, and
  * the restart leaves it as the program last wrote it; none kept later in
  * the interval either. */

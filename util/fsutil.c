@@ -76,3 +76,20 @@ int fsutil_open_private(const char *path, int flags, struct why *why)
 	close(fd);
 	return ret;
 }
+
+int fsutil_write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = write(fd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}

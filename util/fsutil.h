@@ -22,5 +22,8 @@ int fsutil_sync_parent(const char *path);
  * uid N, not by you: refused" or "<path> has mode 0644, stasis writes 0600:
  * refused" (-EPERM). */
 int fsutil_open_private(const char *path, int flags, struct why *why);
+/* Write all n bytes of p to fd, again after EINTR and short writes.
+ * Returns 0 or -errno (-EIO for a write of nothing). */
+int fsutil_write_all(int fd, const void *p, size_t n);
 
 #endif
